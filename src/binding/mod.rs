@@ -1,0 +1,758 @@
+//! Protocol rulebooks (usp, ucp, plain): where metadata lives, which HTTP answers are business
+//! outcomes, which JSON-RPC codes and envelopes each protocol uses. Tables, not pipelines: a
+//! binding must never perform I/O or know about transports other than through these tables.
+
+use crate::model::{Failure, FailureKind, Meta, Outcome};
+use http::{HeaderName, HeaderValue};
+use serde_json::{Map, Value, json};
+
+/// The protocol a business speaks over MCP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Universal Scheduling Protocol MCP binding.
+    Usp,
+    /// Universal Commerce Protocol MCP binding (lodging booking, ask).
+    Ucp,
+    /// Generic MCP: failures become `isError` results.
+    Plain,
+}
+
+impl Kind {
+    pub fn parse(s: &str) -> Option<Kind> {
+        match s {
+            "usp" => Some(Kind::Usp),
+            "ucp" => Some(Kind::Ucp),
+            "plain" => Some(Kind::Plain),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Usp => "usp",
+            Kind::Ucp => "ucp",
+            Kind::Plain => "plain",
+        }
+    }
+}
+
+/// One row of a protocol error table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ErrorCode {
+    pub slug: &'static str,
+    pub rpc: i64,
+    pub http: u16,
+}
+
+const fn ec(slug: &'static str, rpc: i64, http: u16) -> ErrorCode {
+    ErrorCode { slug, rpc, http }
+}
+
+/// USP §9.4 protocol errors. `idempotency_conflict` and the signature / proof codes have no
+/// JSON-RPC number of their own: they ride in `data.code` under -32600 (USPProtocolError).
+pub const USP_ERRORS: &[ErrorCode] = &[
+    ec("invalid_request", -32600, 400),
+    ec("invalid_profile_url", -32602, 400),
+    ec("profile_unreachable", -32003, 424),
+    ec("profile_malformed", -32004, 422),
+    ec("profile_not_trusted", -32005, 403),
+    ec("authentication_required", -32006, 401),
+    ec("rate_limited", -32007, 429),
+    ec("version_unsupported", -32008, 400),
+    ec("service_unavailable", -32009, 503),
+    ec("pop_proof_required", -32001, 401),
+    ec("revision_mismatch", -32002, 412),
+    ec("server_error", -32603, 500),
+    ec("idempotency_conflict", -32600, 409),
+    ec("signature_missing", -32600, 401),
+    ec("signature_invalid", -32600, 401),
+    ec("key_not_found", -32600, 401),
+    ec("signature_expired", -32600, 401),
+    ec("digest_mismatch", -32600, 400),
+    ec("algorithm_unsupported", -32600, 400),
+];
+
+/// UCP core error codes (overview "Error Codes"): transport/protocol failures are -32000,
+/// discovery/profile failures -32001, malformed requests -32600, internal errors -32603.
+pub const UCP_ERRORS: &[ErrorCode] = &[
+    ec("invalid_request", -32600, 400),
+    ec("invalid_params", -32602, 400),
+    ec("invalid_profile_url", -32001, 400),
+    ec("profile_unreachable", -32001, 424),
+    ec("profile_malformed", -32001, 422),
+    ec("version_unsupported", -32001, 422),
+    ec("signature_missing", -32000, 401),
+    ec("signature_invalid", -32000, 401),
+    ec("key_not_found", -32000, 401),
+    ec("digest_mismatch", -32600, 400),
+    ec("algorithm_unsupported", -32600, 400),
+    ec("unauthorized", -32000, 401),
+    ec("profile_not_trusted", -32000, 403),
+    ec("forbidden", -32000, 403),
+    ec("not_found", -32000, 404),
+    ec("idempotency_conflict", -32000, 409),
+    ec("conflict", -32000, 409),
+    ec("rate_limited", -32000, 429),
+    ec("service_unavailable", -32000, 503),
+    ec("internal_error", -32603, 500),
+];
+
+/// Protocol-neutral fallbacks for `plain` (only used if a mapping asks for `error:`).
+pub const PLAIN_ERRORS: &[ErrorCode] = &[
+    ec("invalid_request", -32600, 400),
+    ec("invalid_params", -32602, 400),
+    ec("internal_error", -32603, 500),
+];
+
+/// What a backend HTTP status means when no mapping rule says otherwise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rule {
+    Success,
+    Business(String),
+    Error(String),
+    ToolError,
+}
+
+/// A JSON-RPC error with the HTTP status a binding wants on the response (UCP requires the
+/// matching status over Streamable HTTP).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+    pub data: Option<Value>,
+    pub http_status: Option<u16>,
+}
+
+/// What a tool call answers: a `CallToolResult` object, or a JSON-RPC error.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    Result(Value),
+    Error(RpcError),
+}
+
+/// Per-business binding values, from the mapping's `protocol:` section.
+#[derive(Debug, Clone)]
+pub struct Binding {
+    pub kind: Kind,
+    pub version: String,
+    /// USP `usp.capabilities`.
+    pub capabilities: Option<Value>,
+    /// UCP default capability name.
+    pub capability: Option<String>,
+}
+
+/// Rendering inputs that vary per tool.
+#[derive(Debug, Clone, Default)]
+pub struct ToolCtx<'a> {
+    pub capability: Option<&'a str>,
+    /// Rendered human text, when the mapping has a summary template and it rendered.
+    pub summary: Option<String>,
+    pub correlation_id: Option<&'a str>,
+}
+
+fn header(
+    name: &'static str,
+    value: &str,
+    what: &str,
+) -> Result<(HeaderName, HeaderValue), Failure> {
+    let v = HeaderValue::from_str(value).map_err(|_| {
+        Failure::new(
+            FailureKind::InvalidRequest,
+            format!(
+                "{what} contains characters not allowed in an HTTP header (CR, LF or controls)"
+            ),
+        )
+        .with_code("invalid_request")
+    })?;
+    Ok((HeaderName::from_static(name), v))
+}
+
+/// RFC 8941 sf-string: printable ASCII, with `"` and `\` escaped.
+fn sf_string(s: &str) -> Option<String> {
+    if !s.bytes().all(|b| (0x20..=0x7e).contains(&b)) {
+        return None;
+    }
+    Some(format!(
+        "\"{}\"",
+        s.replace('\\', "\\\\").replace('"', "\\\"")
+    ))
+}
+
+fn str_at<'a>(v: &'a Value, path: &[&str]) -> Result<Option<&'a str>, String> {
+    let mut cur = v;
+    for k in path {
+        match cur.get(k) {
+            Some(next) => cur = next,
+            None => return Ok(None),
+        }
+    }
+    match cur {
+        Value::String(s) => Ok(Some(s)),
+        Value::Null => Ok(None),
+        _ => Err(format!("`{}` must be a string", path.join("."))),
+    }
+}
+
+impl Binding {
+    /// The binding's error table.
+    pub fn errors(&self) -> &'static [ErrorCode] {
+        match self.kind {
+            Kind::Usp => USP_ERRORS,
+            Kind::Ucp => UCP_ERRORS,
+            Kind::Plain => PLAIN_ERRORS,
+        }
+    }
+
+    pub fn error_code(&self, slug: &str) -> Option<ErrorCode> {
+        self.errors().iter().copied().find(|e| e.slug == slug)
+    }
+
+    /// Reads protocol metadata out of the arguments and removes it, so it never reaches the
+    /// backend body.
+    pub fn extract(&self, args: &mut Value) -> Result<Meta, Failure> {
+        let invalid =
+            |m: String| Failure::new(FailureKind::InvalidRequest, m).with_code("invalid_request");
+        let mut meta = Meta::default();
+        let Value::Object(obj) = args else {
+            return Ok(meta);
+        };
+        match self.kind {
+            Kind::Usp => {
+                if let Some(m) = obj.remove("_meta") {
+                    meta.profile = str_at(&m, &["usp", "profile"])
+                        .map_err(invalid)?
+                        .map(str::to_string);
+                    meta.idempotency_key = str_at(&m, &["usp", "idempotency_key"])
+                        .map_err(invalid)?
+                        .map(str::to_string);
+                    meta.correlation_id = str_at(&m, &["usp", "correlation_id"])
+                        .map_err(invalid)?
+                        .map(str::to_string);
+                    meta.if_match = str_at(&m, &["usp", "if_match"])
+                        .map_err(invalid)?
+                        .map(str::to_string);
+                    meta.authorization = m.get("usp").and_then(|u| u.get("authorization")).cloned();
+                }
+            }
+            Kind::Ucp => {
+                if let Some(m) = obj.remove("meta") {
+                    meta.profile = str_at(&m, &["ucp-agent", "profile"])
+                        .map_err(invalid)?
+                        .map(str::to_string);
+                    meta.idempotency_key = str_at(&m, &["idempotency-key"])
+                        .map_err(invalid)?
+                        .map(str::to_string);
+                }
+                if meta.profile.is_none() {
+                    return Err(Failure::new(
+                        FailureKind::InvalidRequest,
+                        "meta[\"ucp-agent\"].profile is required on every UCP request",
+                    )
+                    .with_code("invalid_profile_url"));
+                }
+            }
+            Kind::Plain => {}
+        }
+        Ok(meta)
+    }
+
+    /// HTTP headers that carry the metadata to the backend.
+    pub fn headers(&self, meta: &Meta) -> Result<Vec<(HeaderName, HeaderValue)>, Failure> {
+        let mut out = Vec::new();
+        let bad_profile = || {
+            Failure::new(
+                FailureKind::InvalidRequest,
+                "the profile URI must be printable ASCII",
+            )
+            .with_code("invalid_profile_url")
+        };
+        match self.kind {
+            Kind::Usp | Kind::Ucp => {
+                if let Some(p) = &meta.profile {
+                    let value = format!("profile={}", sf_string(p).ok_or_else(bad_profile)?);
+                    let name = if self.kind == Kind::Usp {
+                        "usp-agent"
+                    } else {
+                        "ucp-agent"
+                    };
+                    out.push(header(name, &value, "the profile URI")?);
+                }
+                if let Some(k) = &meta.idempotency_key {
+                    out.push(header("idempotency-key", k, "the idempotency key")?);
+                }
+                if let Some(c) = &meta.correlation_id {
+                    out.push(header("usp-correlation-id", c, "the correlation id")?);
+                }
+                if let Some(r) = &meta.if_match {
+                    let etag = sf_string(r).ok_or_else(|| {
+                        Failure::new(
+                            FailureKind::InvalidRequest,
+                            "if_match must be printable ASCII",
+                        )
+                        .with_code("invalid_request")
+                    })?;
+                    out.push(header("if-match", &etag, "if_match")?);
+                }
+                if self.kind == Kind::Ucp {
+                    out.push(header(
+                        "request-id",
+                        &uuid::Uuid::new_v4().to_string(),
+                        "request id",
+                    )?);
+                }
+            }
+            Kind::Plain => {}
+        }
+        Ok(out)
+    }
+
+    /// Default meaning of a backend HTTP status for this protocol.
+    pub fn default_rule(&self, status: u16) -> Rule {
+        if (200..300).contains(&status) {
+            return Rule::Success;
+        }
+        match self.kind {
+            Kind::Plain => Rule::ToolError,
+            Kind::Usp => Rule::Error(
+                match status {
+                    401 => "authentication_required",
+                    403 => "profile_not_trusted",
+                    412 => "revision_mismatch",
+                    429 => "rate_limited",
+                    502..=504 => "service_unavailable",
+                    500..=599 => "server_error",
+                    _ => "invalid_request",
+                }
+                .into(),
+            ),
+            Kind::Ucp => match status {
+                404 => Rule::Business("not_found".into()),
+                401 => Rule::Error("unauthorized".into()),
+                403 => Rule::Error("forbidden".into()),
+                409 => Rule::Error("conflict".into()),
+                429 => Rule::Error("rate_limited".into()),
+                502..=504 => Rule::Error("service_unavailable".into()),
+                500..=599 => Rule::Error("internal_error".into()),
+                _ => Rule::Error("invalid_request".into()),
+            },
+        }
+    }
+
+    /// The code slug a failure gets when no mapping rule chose one.
+    fn default_slug(&self, kind: FailureKind) -> &'static str {
+        use FailureKind::*;
+        match self.kind {
+            Kind::Usp => match kind {
+                InvalidRequest | NotFound => "invalid_request",
+                Unauthenticated => "authentication_required",
+                Forbidden => "profile_not_trusted",
+                Conflict => "idempotency_conflict",
+                PreconditionFailed => "revision_mismatch",
+                RateLimited => "rate_limited",
+                Unavailable | Timeout | UpstreamError => "service_unavailable",
+                BadUpstreamResponse | Internal => "server_error",
+            },
+            Kind::Ucp => match kind {
+                InvalidRequest => "invalid_request",
+                NotFound => "not_found",
+                Unauthenticated => "unauthorized",
+                Forbidden => "forbidden",
+                Conflict | PreconditionFailed => "conflict",
+                RateLimited => "rate_limited",
+                Unavailable | Timeout | UpstreamError => "service_unavailable",
+                BadUpstreamResponse | Internal => "internal_error",
+            },
+            Kind::Plain => match kind {
+                InvalidRequest => "invalid_params",
+                _ => "internal_error",
+            },
+        }
+    }
+
+    /// How schema-violating arguments are answered.
+    pub fn invalid_arguments(&self, detail: String) -> Failure {
+        let mut f = Failure::new(FailureKind::InvalidRequest, detail);
+        match self.kind {
+            // USP's own example: -32600 invalid_request with data.content.
+            Kind::Usp => f.code = Some("invalid_request".into()),
+            Kind::Ucp => f.code = Some("invalid_params".into()),
+            // SEP-1303: input validation errors are tool execution errors.
+            Kind::Plain => f.as_tool_error = true,
+        }
+        f
+    }
+
+    fn envelope_meta(&self, ctx: &ToolCtx<'_>, error: bool) -> (String, Value) {
+        match self.kind {
+            Kind::Usp => {
+                let mut usp = Map::new();
+                usp.insert("version".into(), Value::String(self.version.clone()));
+                if !error && let Some(c) = &self.capabilities {
+                    usp.insert("capabilities".into(), c.clone());
+                }
+                ("usp".into(), Value::Object(usp))
+            }
+            _ => {
+                let mut ucp = Map::new();
+                ucp.insert("version".into(), Value::String(self.version.clone()));
+                if error {
+                    ucp.insert("status".into(), Value::String("error".into()));
+                } else if let Some(cap) = ctx.capability.or(self.capability.as_deref()) {
+                    ucp.insert(
+                        "capabilities".into(),
+                        json!({ cap: [ { "version": self.version } ] }),
+                    );
+                }
+                ("ucp".into(), Value::Object(ucp))
+            }
+        }
+    }
+
+    /// Renders an outcome as the protocol's tool result or JSON-RPC error.
+    pub fn render(&self, outcome: Outcome, ctx: &ToolCtx<'_>) -> Reply {
+        match outcome {
+            Outcome::Success { body } => self.render_success(body, ctx),
+            Outcome::Business { body, messages } => self.render_business(body, messages, ctx),
+            Outcome::Failure(f) => self.render_failure(f, ctx),
+        }
+    }
+
+    fn result(
+        &self,
+        structured: Option<Value>,
+        text: String,
+        is_error: bool,
+        ctx: &ToolCtx<'_>,
+    ) -> Reply {
+        let mut r = Map::new();
+        r.insert("content".into(), json!([{ "type": "text", "text": text }]));
+        if let Some(s) = structured {
+            r.insert("structuredContent".into(), s);
+        }
+        if is_error {
+            r.insert("isError".into(), Value::Bool(true));
+        }
+        if let Some(c) = ctx.correlation_id
+            && self.kind == Kind::Usp
+        {
+            r.insert("_meta".into(), json!({ "usp": { "correlation_id": c } }));
+        }
+        Reply::Result(Value::Object(r))
+    }
+
+    fn render_success(&self, body: Value, ctx: &ToolCtx<'_>) -> Reply {
+        let structured = match self.kind {
+            Kind::Plain => match body {
+                Value::Object(_) => Some(body),
+                Value::Null => None,
+                other => Some(json!({ "result": other })),
+            },
+            Kind::Usp | Kind::Ucp => {
+                let (key, env) = self.envelope_meta(ctx, false);
+                let mut out = Map::new();
+                out.insert(key, env);
+                if let Value::Object(fields) = body {
+                    for (k, v) in fields {
+                        if k != "usp" && k != "ucp" {
+                            out.insert(k, v);
+                        }
+                    }
+                }
+                if self.kind == Kind::Usp && !out.contains_key("messages") {
+                    out.insert("messages".into(), Value::Array(vec![]));
+                }
+                Some(Value::Object(out))
+            }
+        };
+        let text = ctx.summary.clone().unwrap_or_else(|| match &structured {
+            Some(s) => s.to_string(),
+            None => "OK".into(),
+        });
+        self.result(structured, text, false, ctx)
+    }
+
+    fn render_business(
+        &self,
+        body: Map<String, Value>,
+        messages: Vec<Value>,
+        ctx: &ToolCtx<'_>,
+    ) -> Reply {
+        let text_of = |messages: &[Value]| {
+            let parts: Vec<String> = messages
+                .iter()
+                .map(|m| {
+                    m.get("content")
+                        .and_then(Value::as_str)
+                        .or_else(|| m.get("code").and_then(Value::as_str))
+                        .unwrap_or("business error")
+                        .to_string()
+                })
+                .collect();
+            format!("Error: {}", parts.join(" "))
+        };
+        match self.kind {
+            Kind::Plain => {
+                let text = ctx.summary.clone().unwrap_or_else(|| text_of(&messages));
+                let mut s = body;
+                s.insert("messages".into(), Value::Array(messages));
+                self.result(Some(Value::Object(s)), text, true, ctx)
+            }
+            Kind::Usp | Kind::Ucp => {
+                // UCP: no resource -> the error response shape (`ucp.status: "error"`).
+                let error_shape = self.kind == Kind::Ucp && body.is_empty();
+                let (key, env) = self.envelope_meta(ctx, error_shape);
+                let mut out = Map::new();
+                out.insert(key, env);
+                for (k, v) in body {
+                    if k != "usp" && k != "ucp" && k != "messages" {
+                        out.insert(k, v);
+                    }
+                }
+                out.insert("messages".into(), Value::Array(messages.clone()));
+                let structured = Value::Object(out);
+                let text = match self.kind {
+                    Kind::Ucp => structured.to_string(),
+                    _ => ctx.summary.clone().unwrap_or_else(|| text_of(&messages)),
+                };
+                self.result(Some(structured), text, false, ctx)
+            }
+        }
+    }
+
+    /// Renders a failure (also used for failures raised before any backend call).
+    pub fn render_failure(&self, f: Failure, ctx: &ToolCtx<'_>) -> Reply {
+        if f.as_tool_error || self.kind == Kind::Plain && f.code.is_none() {
+            let mut text = f.message.clone();
+            if let Some(s) = f.status {
+                text = format!("{text} (backend HTTP {s})");
+            }
+            return self.result(None, text, true, ctx);
+        }
+        let slug = f
+            .code
+            .clone()
+            .unwrap_or_else(|| self.default_slug(f.kind).to_string());
+        let row = self
+            .error_code(&slug)
+            .or_else(|| self.error_code(self.default_slug(f.kind)))
+            .unwrap_or(ErrorCode {
+                slug: "internal_error",
+                rpc: -32603,
+                http: 500,
+            });
+        let mut data = Map::new();
+        data.insert("code".into(), Value::String(slug.clone()));
+        data.insert("content".into(), Value::String(f.message.clone()));
+        if let Some(p) = f.problem {
+            data.insert("problem".into(), *p);
+        }
+        if let Some(r) = f.retry_after {
+            data.insert("retry_after".into(), Value::from(r));
+        }
+        let http_status = match self.kind {
+            Kind::Ucp => Some(row.http),
+            _ => None,
+        };
+        Reply::Error(RpcError {
+            code: row.rpc,
+            message: slug,
+            data: Some(Value::Object(data)),
+            http_status,
+        })
+    }
+
+    /// Extra `anyOf` branch the binding's business outcomes need in a tool's output schema.
+    pub fn business_schema(&self) -> Option<Value> {
+        let message = json!({
+            "type": "object",
+            "required": ["type", "code", "content"],
+            "properties": {
+                "type": {"enum": ["error", "warning", "info"]},
+                "code": {"type": "string"},
+                "content": {"type": "string"},
+                "severity": {"type": "string"}
+            }
+        });
+        match self.kind {
+            Kind::Usp => Some(json!({
+                "type": "object",
+                "required": ["usp", "messages"],
+                "properties": {
+                    "usp": {"type": "object", "required": ["version"], "properties": {"version": {"type": "string"}}},
+                    "messages": {"type": "array", "minItems": 1, "items": message}
+                }
+            })),
+            Kind::Ucp => Some(json!({
+                "type": "object",
+                "required": ["ucp", "messages"],
+                "properties": {
+                    "ucp": {"type": "object", "required": ["version", "status"], "properties": {"version": {"type": "string"}, "status": {"const": "error"}}},
+                    "messages": {"type": "array", "minItems": 1, "items": message},
+                    "continue_url": {"type": "string"}
+                }
+            })),
+            Kind::Plain => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usp() -> Binding {
+        Binding {
+            kind: Kind::Usp,
+            version: "2026-08-20".into(),
+            capabilities: Some(
+                json!({"dev.usp-protocol.services.availability": [{"version": "2026-08-20"}]}),
+            ),
+            capability: None,
+        }
+    }
+
+    fn ucp() -> Binding {
+        Binding {
+            kind: Kind::Ucp,
+            version: "draft".into(),
+            capabilities: None,
+            capability: Some("dev.ucp.lodging.booking".into()),
+        }
+    }
+
+    #[test]
+    fn usp_meta_becomes_headers_and_leaves_the_arguments() {
+        let mut args = json!({"service_id": "s1", "_meta": {"usp": {"profile": "https://a.example/p.json", "idempotency_key": "k-1", "correlation_id": "c-9"}}});
+        let meta = usp().extract(&mut args).unwrap();
+        assert_eq!(args, json!({"service_id": "s1"}));
+        let headers = usp().headers(&meta).unwrap();
+        let get = |n: &str| {
+            headers
+                .iter()
+                .find(|(k, _)| k == n)
+                .map(|(_, v)| v.to_str().unwrap().to_string())
+        };
+        assert_eq!(
+            get("usp-agent").as_deref(),
+            Some("profile=\"https://a.example/p.json\"")
+        );
+        assert_eq!(get("idempotency-key").as_deref(), Some("k-1"));
+        assert_eq!(get("usp-correlation-id").as_deref(), Some("c-9"));
+    }
+
+    #[test]
+    fn crlf_in_metadata_is_refused() {
+        let meta = Meta {
+            idempotency_key: Some("a\r\nX-Evil: 1".into()),
+            ..Meta::default()
+        };
+        let err = usp().headers(&meta).unwrap_err();
+        assert_eq!(err.kind, FailureKind::InvalidRequest);
+        let meta = Meta {
+            profile: Some("https://a/\"x\"\n".into()),
+            ..Meta::default()
+        };
+        assert_eq!(
+            usp().headers(&meta).unwrap_err().code.as_deref(),
+            Some("invalid_profile_url")
+        );
+    }
+
+    #[test]
+    fn ucp_requires_a_profile() {
+        let mut args = json!({"booking": {}});
+        let err = ucp().extract(&mut args).unwrap_err();
+        assert_eq!(err.code.as_deref(), Some("invalid_profile_url"));
+        let mut args = json!({"meta": {"ucp-agent": {"profile": "https://p"}, "idempotency-key": "k"}, "id": "b1"});
+        let meta = ucp().extract(&mut args).unwrap();
+        assert_eq!(meta.idempotency_key.as_deref(), Some("k"));
+        assert_eq!(args, json!({"id": "b1"}));
+    }
+
+    #[test]
+    fn usp_success_and_business_envelopes() {
+        let Reply::Result(r) = usp().render(
+            Outcome::Success {
+                body: json!({"slots": []}),
+            },
+            &ToolCtx::default(),
+        ) else {
+            panic!()
+        };
+        assert_eq!(r["structuredContent"]["usp"]["version"], "2026-08-20");
+        assert_eq!(r["structuredContent"]["messages"], json!([]));
+        assert_eq!(r["content"][0]["type"], "text");
+        let msg = json!({"type": "error", "code": "slot_unavailable", "content": "taken", "severity": "recoverable"});
+        let Reply::Result(r) = usp().render(
+            Outcome::Business {
+                body: Map::new(),
+                messages: vec![msg.clone()],
+            },
+            &ToolCtx::default(),
+        ) else {
+            panic!()
+        };
+        assert_eq!(r["structuredContent"]["messages"], json!([msg]));
+        assert_eq!(r["content"][0]["text"], "Error: taken");
+        assert!(r.get("isError").is_none());
+    }
+
+    #[test]
+    fn usp_failures_use_the_code_table() {
+        let f = Failure {
+            retry_after: Some(30),
+            ..Failure::new(FailureKind::RateLimited, "slow down")
+        };
+        let Reply::Error(e) = usp().render(Outcome::Failure(f), &ToolCtx::default()) else {
+            panic!()
+        };
+        assert_eq!((e.code, e.message.as_str()), (-32007, "rate_limited"));
+        assert_eq!(e.data.as_ref().unwrap()["retry_after"], 30);
+        let Reply::Error(e) = usp().render(
+            Outcome::Failure(Failure::new(FailureKind::Timeout, "t")),
+            &ToolCtx::default(),
+        ) else {
+            panic!()
+        };
+        assert_eq!(e.code, -32009);
+    }
+
+    #[test]
+    fn ucp_error_response_and_http_status() {
+        let msg = json!({"type": "error", "code": "inventory_exhausted", "content": "gone", "severity": "unrecoverable"});
+        let Reply::Result(r) = ucp().render(
+            Outcome::Business {
+                body: Map::new(),
+                messages: vec![msg],
+            },
+            &ToolCtx::default(),
+        ) else {
+            panic!()
+        };
+        assert_eq!(r["structuredContent"]["ucp"]["status"], "error");
+        let Reply::Error(e) = ucp().render(
+            Outcome::Failure(Failure::new(FailureKind::Conflict, "dup")),
+            &ToolCtx::default(),
+        ) else {
+            panic!()
+        };
+        assert_eq!((e.code, e.http_status), (-32000, Some(409)));
+    }
+
+    #[test]
+    fn plain_failures_are_tool_errors() {
+        let plain = Binding {
+            kind: Kind::Plain,
+            version: String::new(),
+            capabilities: None,
+            capability: None,
+        };
+        let Reply::Result(r) = plain.render(
+            Outcome::Failure(Failure::new(FailureKind::UpstreamError, "boom")),
+            &ToolCtx::default(),
+        ) else {
+            panic!()
+        };
+        assert_eq!(r["isError"], true);
+    }
+}

@@ -1,0 +1,1066 @@
+//! Compiles mapping files + OpenRPC documents into the runtime `Gateway` (tools, validators,
+//! transforms, templates, backend clients). It must never panic on user input: every problem
+//! becomes a `Diagnostic` naming the file, the line and a fix.
+
+use super::diag::{Diagnostic, locate_yaml};
+use super::mapping::{MappingFile, OutcomeSpec, ToolSpec};
+use super::openrpc::{self, Document};
+use super::schema::{Bundler, Sources, Unresolved};
+use crate::binding::{Binding, Kind, Rule};
+use crate::translate::path::PathTemplate;
+use crate::translate::transform::Transform;
+use http::{HeaderName, HeaderValue, Method};
+use indexmap::IndexMap;
+use serde_json::{Map, Value, json};
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A business's backend: where it is and how to call it.
+pub struct Backend {
+    /// Base URL without a trailing `/`.
+    pub base: String,
+    pub client: reqwest::Client,
+    pub timeout: Duration,
+    /// Static headers (secrets included: never logged, see `Debug`).
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    pub max_response_bytes: usize,
+}
+
+impl fmt::Debug for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Backend")
+            .field("base", &self.base)
+            .field("timeout", &self.timeout)
+            .field(
+                "headers",
+                &self
+                    .headers
+                    .iter()
+                    .map(|(k, _)| k.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+/// One business (one mapping file).
+#[derive(Debug)]
+pub struct Business {
+    pub name: String,
+    pub file: PathBuf,
+    pub binding: Binding,
+    pub backend: Backend,
+}
+
+/// What a status means, compiled.
+#[derive(Debug, Clone)]
+pub struct OutcomeRule {
+    pub rule: Rule,
+    pub content: Option<String>,
+    pub content_from: Option<Transform>,
+    pub severity: String,
+}
+
+/// Status keys: an exact code or a class (`4xx`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum StatusKey {
+    Exact(u16),
+    Class(u16),
+}
+
+/// A tool, ready to serve.
+pub struct Tool {
+    pub name: String,
+    pub business: Arc<Business>,
+    /// The MCP `Tool` object served by `tools/list`.
+    pub descriptor: Value,
+    pub input_validator: jsonschema::Validator,
+    pub output_validator: Option<jsonschema::Validator>,
+    pub method: Method,
+    pub path: PathTemplate,
+    pub query: Vec<(String, Transform)>,
+    pub headers: Vec<(HeaderName, Transform)>,
+    pub body: Option<Transform>,
+    pub result: Option<Transform>,
+    pub business_messages: Option<Transform>,
+    pub summary: Option<minijinja::Environment<'static>>,
+    outcomes: HashMap<StatusKey, OutcomeRule>,
+    pub capability: Option<String>,
+    pub idempotency_required: bool,
+    pub timeout: Duration,
+    /// USP `x-usp-access` of the method.
+    pub access: Option<String>,
+}
+
+impl fmt::Debug for Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tool")
+            .field("name", &self.name)
+            .field("business", &self.business.name)
+            .field("method", &self.method)
+            .finish()
+    }
+}
+
+impl Tool {
+    /// The rule for a backend status: tool rules, then business rules (merged at load), then the
+    /// binding's table.
+    pub fn rule_for(&self, status: u16) -> OutcomeRule {
+        self.outcomes
+            .get(&StatusKey::Exact(status))
+            .or_else(|| self.outcomes.get(&StatusKey::Class(status / 100)))
+            .cloned()
+            .unwrap_or_else(|| OutcomeRule {
+                rule: self.business.binding.default_rule(status),
+                content: None,
+                content_from: None,
+                severity: "recoverable".into(),
+            })
+    }
+}
+
+/// The whole compiled configuration.
+#[derive(Debug)]
+pub struct Gateway {
+    /// Tools in serving order (file order, then mapping order).
+    pub tools: IndexMap<String, Arc<Tool>>,
+    pub businesses: Vec<Arc<Business>>,
+    /// Warnings found while loading (errors make `load` fail).
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// Parses `5s`, `250ms`, `2m`.
+pub fn parse_duration(s: &str) -> Option<Duration> {
+    let s = s.trim();
+    let (num, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit() && c != '.')?);
+    let n: f64 = num.parse().ok()?;
+    let secs = match unit.trim() {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        _ => return None,
+    };
+    (secs.is_finite() && secs > 0.0 && secs < 86_400.0).then(|| Duration::from_secs_f64(secs))
+}
+
+/// Replaces `${NAME}` with the environment variable; names the missing ones.
+fn substitute_env(s: &str) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(i) = rest.find("${") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 2..];
+        let end = after.find('}').ok_or_else(|| "unclosed `${`".to_string())?;
+        let name = &after[..end];
+        let value =
+            std::env::var(name).map_err(|_| format!("environment variable `{name}` is not set"))?;
+        out.push_str(&value);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// Collects the mapping files named by `paths` (files, or folders of `*.yaml` / `*.yml`).
+pub fn mapping_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Vec<Diagnostic>> {
+    let mut out = Vec::new();
+    let mut diags = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            match std::fs::read_dir(p) {
+                Ok(rd) => {
+                    let mut found: Vec<PathBuf> = rd
+                        .filter_map(|e| e.ok().map(|e| e.path()))
+                        .filter(|f| {
+                            matches!(
+                                f.extension().and_then(|e| e.to_str()),
+                                Some("yaml") | Some("yml")
+                            )
+                        })
+                        .collect();
+                    found.sort();
+                    out.extend(found);
+                }
+                Err(e) => diags.push(Diagnostic::error(p, format!("cannot read folder: {e}"))),
+            }
+        } else if p.exists() {
+            out.push(p.clone());
+        } else {
+            diags.push(Diagnostic::error(p, "no such file or folder"));
+        }
+    }
+    if diags.is_empty() {
+        Ok(out)
+    } else {
+        Err(diags)
+    }
+}
+
+/// Loads and compiles every mapping file under `paths` into one gateway.
+pub fn load(paths: &[PathBuf]) -> Result<Gateway, Vec<Diagnostic>> {
+    let files = mapping_files(paths)?;
+    if files.is_empty() {
+        return Err(paths
+            .iter()
+            .map(|p| {
+                Diagnostic::error(p, "no mapping files (*.yaml) found")
+                    .hint("pass mapping files or a folder holding them")
+            })
+            .collect());
+    }
+    let mut sources = Sources::default();
+    let mut docs: HashMap<PathBuf, Document> = HashMap::new();
+    let mut diags = Vec::new();
+    let mut tools: IndexMap<String, Arc<Tool>> = IndexMap::new();
+    let mut owners: HashMap<String, PathBuf> = HashMap::new();
+    let mut businesses = Vec::new();
+    for file in &files {
+        match compile_file(file, &mut sources, &mut docs, &mut diags) {
+            Some((business, compiled)) => {
+                for t in compiled {
+                    if let Some(other) = owners.get(&t.name) {
+                        let text = std::fs::read_to_string(file).unwrap_or_default();
+                        diags.push(
+                            Diagnostic::error(file, format!("tool `{}` is also defined by {}", t.name, other.display()))
+                                .line(locate_yaml(&text, &["tools", &t.name]))
+                                .at(format!("tools.{}", t.name))
+                                .hint("tool names must be unique across the mapping files one portico serves"),
+                        );
+                        continue;
+                    }
+                    owners.insert(t.name.clone(), file.clone());
+                    tools.insert(t.name.clone(), Arc::new(t));
+                }
+                businesses.push(business);
+            }
+            None => continue,
+        }
+    }
+    let (errors, warnings): (Vec<_>, Vec<_>) = diags.into_iter().partition(Diagnostic::is_error);
+    if !errors.is_empty() {
+        let mut all = errors;
+        all.extend(warnings);
+        return Err(all);
+    }
+    Ok(Gateway {
+        tools,
+        businesses,
+        warnings,
+    })
+}
+
+/// Compiles one schema node (or a set of param schemas) with shared `$defs`.
+fn report_unresolved(
+    unresolved: Vec<Unresolved>,
+    doc: &Document,
+    method: &str,
+    policy_error: bool,
+    mapping: &Path,
+    diags: &mut Vec<Diagnostic>,
+) {
+    for u in unresolved {
+        let in_doc = u.document == doc.uri.as_str();
+        let line = if in_doc {
+            doc.line_of(Some(method), &u.pointer)
+        } else {
+            None
+        };
+        let msg = format!(
+            "unresolvable `$ref: {}` (in {} at {}): {}",
+            u.reference, u.document, u.pointer, u.reason
+        );
+        let d = if policy_error {
+            Diagnostic::error(&doc.path, msg)
+        } else {
+            Diagnostic::warning(&doc.path, format!("{msg}; replaced by an open schema"))
+        };
+        diags.push(
+            d.line(line)
+                .at(u.pointer)
+                .hint(format!(
+                    "map the id to a local file with `schema_ids` in {}, fix the reference, or set `unresolved_refs: warn`",
+                    mapping.display()
+                )),
+        );
+    }
+}
+
+fn compile_file(
+    file: &Path,
+    sources: &mut Sources,
+    docs: &mut HashMap<PathBuf, Document>,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<(Arc<Business>, Vec<Tool>)> {
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(e) => {
+            diags.push(Diagnostic::error(
+                file,
+                format!("cannot read mapping file: {e}"),
+            ));
+            return None;
+        }
+    };
+    let spec: MappingFile = match serde_saphyr::from_str(&text) {
+        Ok(s) => s,
+        Err(e) => {
+            let line = e.location().map(|l| l.line() as usize);
+            let msg = e.to_string();
+            let first = msg
+                .lines()
+                .next()
+                .unwrap_or("invalid mapping file")
+                .to_string();
+            diags.push(
+                Diagnostic::error(file, first)
+                    .line(line)
+                    .hint("see docs/mapping.md for the mapping-file fields"),
+            );
+            return None;
+        }
+    };
+    let at = |path: &[&str]| locate_yaml(&text, path);
+    let dir = file.parent().unwrap_or(Path::new("."));
+    let errors_before = diags.iter().filter(|d| d.is_error()).count();
+
+    let Some(kind) = Kind::parse(&spec.binding) else {
+        diags.push(
+            Diagnostic::error(file, format!("unknown binding `{}`", spec.binding))
+                .line(at(&["binding"]))
+                .at("binding")
+                .hint("use one of: usp, ucp, plain"),
+        );
+        return None;
+    };
+    let ref_error = match spec.unresolved_refs.as_deref() {
+        None | Some("error") => true,
+        Some("warn") => false,
+        Some(other) => {
+            diags.push(
+                Diagnostic::error(file, format!("unknown `unresolved_refs: {other}`"))
+                    .line(at(&["unresolved_refs"]))
+                    .hint("use `error` (default) or `warn`"),
+            );
+            true
+        }
+    };
+    for (id, local) in &spec.schema_ids {
+        let p = dir.join(local);
+        if !p.exists() {
+            diags.push(
+                Diagnostic::error(
+                    file,
+                    format!("schema_ids: `{}` does not exist", p.display()),
+                )
+                .line(at(&["schema_ids", id]))
+                .at(format!("schema_ids.{id}"))
+                .hint("paths are relative to the mapping file"),
+            );
+        }
+        sources.map_id(id, p);
+    }
+
+    // Backend.
+    let backend = compile_backend(file, &text, &spec, diags);
+
+    // OpenRPC.
+    let doc_path = dir.join(&spec.openrpc);
+    let canonical = std::fs::canonicalize(&doc_path).unwrap_or(doc_path.clone());
+    if !docs.contains_key(&canonical) {
+        match openrpc::load(&doc_path, sources) {
+            Ok(d) => {
+                docs.insert(canonical.clone(), d);
+            }
+            Err(ds) => {
+                if !doc_path.exists() {
+                    diags.push(
+                        Diagnostic::error(
+                            file,
+                            format!("OpenRPC document `{}` not found", doc_path.display()),
+                        )
+                        .line(at(&["openrpc"]))
+                        .at("openrpc")
+                        .hint("the path is relative to the mapping file"),
+                    );
+                } else {
+                    diags.extend(ds);
+                }
+                return None;
+            }
+        }
+    }
+    let doc = docs.get(&canonical)?.clone();
+
+    let version = spec.protocol.version.clone().unwrap_or_else(|| match kind {
+        Kind::Usp | Kind::Ucp if !doc.version.is_empty() => doc.version.clone(),
+        _ => String::new(),
+    });
+    let binding = Binding {
+        kind,
+        version,
+        capabilities: spec.protocol.capabilities.clone(),
+        capability: spec.protocol.capability.clone(),
+    };
+
+    if let Some(defs) = &spec.definitions
+        && let Err(e) = Transform::compile_with(Some(defs), ".")
+    {
+        diags.push(
+            Diagnostic::error(file, format!("definitions: {}", e.message))
+                .line(at(&["definitions"]))
+                .at("definitions")
+                .hint("jq definitions look like `def money: {amount: .cents, currency: .ccy};`"),
+        );
+    }
+    let business_outcomes =
+        compile_outcomes(file, &text, &["outcomes"], &spec.outcomes, &binding, diags);
+    let backend = backend?;
+    let business = Arc::new(Business {
+        name: spec.business.clone(),
+        file: file.to_path_buf(),
+        binding,
+        backend,
+    });
+
+    let mut tools = Vec::new();
+    for (name, ts) in &spec.tools {
+        let Some(method) = doc.method(name) else {
+            let known: Vec<&str> = doc.methods.iter().map(|m| m.name.as_str()).collect();
+            let close = known
+                .iter()
+                .min_by_key(|k| strsim(k, name))
+                .map(|k| format!("did you mean `{k}`? "))
+                .unwrap_or_default();
+            diags.push(
+                Diagnostic::error(
+                    file,
+                    format!("tool `{name}` is not a method of {}", doc.path.display()),
+                )
+                .line(at(&["tools", name]))
+                .at(format!("tools.{name}"))
+                .hint(format!("{close}methods there: {}", known.join(", "))),
+            );
+            continue;
+        };
+        if let Some(t) = compile_tool(
+            file,
+            &text,
+            name,
+            ts,
+            method,
+            &doc,
+            sources,
+            &business,
+            &business_outcomes,
+            ref_error,
+            spec.definitions.as_deref(),
+            diags,
+        ) {
+            tools.push(t);
+        }
+    }
+    let errors_after = diags.iter().filter(|d| d.is_error()).count();
+    (errors_after == errors_before).then_some((business, tools))
+}
+
+/// Rough edit distance for "did you mean".
+fn strsim(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            cur.push((prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+fn compile_backend(
+    file: &Path,
+    text: &str,
+    spec: &MappingFile,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Backend> {
+    let at = |path: &[&str]| locate_yaml(text, path);
+    let b = &spec.backend;
+    let mut ok = true;
+    let base = b.url.trim_end_matches('/').to_string();
+    match url::Url::parse(&base) {
+        Ok(u) if u.scheme() == "http" || u.scheme() == "https" => {}
+        _ => {
+            ok = false;
+            diags.push(
+                Diagnostic::error(
+                    file,
+                    format!("backend url `{}` is not an http(s) URL", b.url),
+                )
+                .line(at(&["backend", "url"]))
+                .at("backend.url")
+                .hint("e.g. `url: http://127.0.0.1:8081/api`"),
+            );
+        }
+    }
+    let duration =
+        |field: &str, v: &Option<String>, default: Duration, diags: &mut Vec<Diagnostic>| match v {
+            None => Some(default),
+            Some(s) => parse_duration(s).or_else(|| {
+                diags.push(
+                    Diagnostic::error(file, format!("`{s}` is not a duration"))
+                        .line(at(&["backend", field]))
+                        .at(format!("backend.{field}"))
+                        .hint("write e.g. `5s`, `1500ms` or `1m`"),
+                );
+                None
+            }),
+        };
+    let timeout = duration("timeout", &b.timeout, Duration::from_secs(10), diags);
+    let connect = duration(
+        "connect_timeout",
+        &b.connect_timeout,
+        Duration::from_secs(2),
+        diags,
+    );
+    let mut headers = Vec::new();
+    for (k, v) in &b.headers {
+        let line = at(&["backend", "headers", k]);
+        let name = match HeaderName::from_bytes(k.as_bytes()) {
+            Ok(n) => n,
+            Err(_) => {
+                ok = false;
+                diags.push(
+                    Diagnostic::error(file, format!("`{k}` is not a valid header name"))
+                        .line(line)
+                        .at(format!("backend.headers.{k}")),
+                );
+                continue;
+            }
+        };
+        match substitute_env(v) {
+            Ok(value) => match HeaderValue::from_str(&value) {
+                Ok(mut hv) => {
+                    hv.set_sensitive(true);
+                    headers.push((name, hv));
+                }
+                Err(_) => {
+                    ok = false;
+                    diags.push(
+                        Diagnostic::error(
+                            file,
+                            format!("header `{k}` has characters not allowed in HTTP headers"),
+                        )
+                        .line(line)
+                        .at(format!("backend.headers.{k}")),
+                    );
+                }
+            },
+            Err(e) => {
+                ok = false;
+                diags.push(
+                    Diagnostic::error(file, format!("header `{k}`: {e}"))
+                        .line(line)
+                        .at(format!("backend.headers.{k}"))
+                        .hint("export the variable before starting portico (its value is never logged)"),
+                );
+            }
+        }
+    }
+    let (timeout, connect) = (timeout?, connect?);
+    if !ok {
+        return None;
+    }
+    let client = match reqwest::Client::builder()
+        .connect_timeout(connect)
+        .pool_idle_timeout(Duration::from_secs(90))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            diags.push(Diagnostic::error(
+                file,
+                format!("cannot build the HTTP client: {e}"),
+            ));
+            return None;
+        }
+    };
+    Some(Backend {
+        base,
+        client,
+        timeout,
+        headers,
+        max_response_bytes: b
+            .max_response_bytes
+            .unwrap_or(8 << 20)
+            .min(usize::MAX as u64) as usize,
+    })
+}
+
+fn compile_outcomes(
+    file: &Path,
+    text: &str,
+    prefix: &[&str],
+    specs: &IndexMap<String, OutcomeSpec>,
+    binding: &Binding,
+    diags: &mut Vec<Diagnostic>,
+) -> HashMap<StatusKey, OutcomeRule> {
+    let mut out = HashMap::new();
+    for (key, spec) in specs {
+        let mut path: Vec<&str> = prefix.to_vec();
+        path.push(key);
+        let line = locate_yaml(text, &path);
+        let at = path.join(".");
+        let status = if let Some(class) = key
+            .strip_suffix("xx")
+            .and_then(|c| c.parse::<u16>().ok())
+            .filter(|c| (1..=5).contains(c))
+        {
+            StatusKey::Class(class)
+        } else if let Ok(code) = key.parse::<u16>()
+            && (100..=599).contains(&code)
+        {
+            StatusKey::Exact(code)
+        } else {
+            diags.push(
+                Diagnostic::error(file, format!("`{key}` is not an HTTP status"))
+                    .line(line)
+                    .at(at)
+                    .hint("use a code such as `409` or a class such as `4xx`"),
+            );
+            continue;
+        };
+        let chosen = [
+            spec.business.is_some(),
+            spec.error.is_some(),
+            spec.tool_error == Some(true),
+            spec.success == Some(true),
+        ]
+        .iter()
+        .filter(|b| **b)
+        .count();
+        if chosen != 1 {
+            diags.push(
+                Diagnostic::error(file, "an outcome needs exactly one of `business`, `error`, `tool_error: true`, `success: true`")
+                    .line(line)
+                    .at(at),
+            );
+            continue;
+        }
+        let rule = if let Some(b) = &spec.business {
+            Rule::Business(b.clone())
+        } else if let Some(e) = &spec.error {
+            if binding.error_code(e).is_none() {
+                let known: Vec<&str> = binding.errors().iter().map(|e| e.slug).collect();
+                diags.push(
+                    Diagnostic::error(
+                        file,
+                        format!(
+                            "`{e}` is not an error code of the {} binding",
+                            binding.kind.name()
+                        ),
+                    )
+                    .line(line)
+                    .at(format!("{at}.error"))
+                    .hint(format!("use one of: {}", known.join(", "))),
+                );
+                continue;
+            }
+            Rule::Error(e.clone())
+        } else if spec.tool_error == Some(true) {
+            Rule::ToolError
+        } else {
+            Rule::Success
+        };
+        let content_from = match &spec.content_from {
+            Some(src) => match Transform::compile(src) {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    diags.push(
+                        Diagnostic::error(file, format!("content_from: {}", e.message))
+                            .line(line)
+                            .at(format!("{at}.content_from")),
+                    );
+                    continue;
+                }
+            },
+            None => None,
+        };
+        out.insert(
+            status,
+            OutcomeRule {
+                rule,
+                content: spec.content.clone(),
+                content_from,
+                severity: spec
+                    .severity
+                    .clone()
+                    .unwrap_or_else(|| "recoverable".into()),
+            },
+        );
+    }
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+fn compile_tool(
+    file: &Path,
+    text: &str,
+    name: &str,
+    ts: &ToolSpec,
+    method: &openrpc::Method,
+    doc: &Document,
+    sources: &mut Sources,
+    business: &Arc<Business>,
+    business_outcomes: &HashMap<StatusKey, OutcomeRule>,
+    ref_error: bool,
+    defs: Option<&str>,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Tool> {
+    let at = |field: &str| {
+        locate_yaml(text, &["tools", name, field]).or_else(|| locate_yaml(text, &["tools", name]))
+    };
+    let here = |field: &str| format!("tools.{name}.{field}");
+    let before = diags.iter().filter(|d| d.is_error()).count();
+
+    // `METHOD /path`.
+    let (verb, path) = ts
+        .http
+        .trim()
+        .split_once(' ')
+        .unwrap_or((ts.http.trim(), ""));
+    let http_method = match verb.to_ascii_uppercase().as_str() {
+        "GET" => Some(Method::GET),
+        "POST" => Some(Method::POST),
+        "PUT" => Some(Method::PUT),
+        "PATCH" => Some(Method::PATCH),
+        "DELETE" => Some(Method::DELETE),
+        other => {
+            diags.push(
+                Diagnostic::error(file, format!("unknown HTTP method `{other}`"))
+                    .line(at("http"))
+                    .at(here("http"))
+                    .hint("write `http: GET /path`, with one of GET, POST, PUT, PATCH, DELETE"),
+            );
+            None
+        }
+    };
+    let template = match PathTemplate::parse(path.trim()) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            diags.push(
+                Diagnostic::error(file, e)
+                    .line(at("http"))
+                    .at(here("http"))
+                    .hint("write `http: POST /bookings/{booking_id}/cancel`"),
+            );
+            None
+        }
+    };
+    let param_names: Vec<&str> = method.params.iter().map(|p| p.name.as_str()).collect();
+    if let Some(t) = &template {
+        for var in t.variables() {
+            if !param_names.contains(&var) {
+                diags.push(
+                    Diagnostic::error(
+                        file,
+                        format!("path placeholder `{{{var}}}` is not a param of `{name}`"),
+                    )
+                    .line(at("http"))
+                    .at(here("http"))
+                    .hint(format!("params of `{name}`: {}", param_names.join(", "))),
+                );
+            }
+        }
+    }
+
+    let jq = |field: &str, src: &str, diags: &mut Vec<Diagnostic>| -> Option<Transform> {
+        Transform::compile_with(defs, src)
+            .map_err(|e| {
+                let hint = match e.offset {
+                    Some(o) => format!("jq syntax; the problem is near byte {o} of `{src}`"),
+                    None => "jq syntax, e.g. `{ service: .service_id }`".to_string(),
+                };
+                diags.push(
+                    Diagnostic::error(file, format!("{field}: {}", e.message))
+                        .line(at(field.split('.').next().unwrap_or(field)))
+                        .at(here(field))
+                        .hint(hint),
+                );
+            })
+            .ok()
+    };
+    let mut query = Vec::new();
+    for (k, src) in &ts.query {
+        if let Some(t) = jq(&format!("query.{k}"), src, diags) {
+            query.push((k.clone(), t));
+        }
+    }
+    let mut headers = Vec::new();
+    for (k, src) in &ts.headers {
+        match HeaderName::from_bytes(k.as_bytes()) {
+            Ok(h) => {
+                if let Some(t) = jq(&format!("headers.{k}"), src, diags) {
+                    headers.push((h, t));
+                }
+            }
+            Err(_) => diags.push(
+                Diagnostic::error(file, format!("`{k}` is not a valid header name"))
+                    .line(at("headers"))
+                    .at(here("headers")),
+            ),
+        }
+    }
+    let body = ts.body.as_deref().and_then(|s| jq("body", s, diags));
+    let result = ts.result.as_deref().and_then(|s| jq("result", s, diags));
+    let business_messages = ts
+        .business
+        .as_deref()
+        .and_then(|s| jq("business", s, diags));
+    if ts.body.is_some() && matches!(http_method, Some(Method::GET) | Some(Method::DELETE)) {
+        diags.push(
+            Diagnostic::warning(file, format!("`body` is ignored for {verb} requests"))
+                .line(at("body"))
+                .at(here("body")),
+        );
+    }
+    let summary = match &ts.summary {
+        None => None,
+        Some(src) => {
+            let mut env = minijinja::Environment::new();
+            env.set_undefined_behavior(minijinja::UndefinedBehavior::Lenient);
+            match env.add_template_owned("summary", src.clone()) {
+                Ok(()) => Some(env),
+                Err(e) => {
+                    diags.push(
+                        Diagnostic::error(file, format!("summary template: {e}"))
+                            .line(at("summary"))
+                            .at(here("summary"))
+                            .hint("MiniJinja syntax, e.g. `{{ slots | length }} slots for {{ service_id }}`"),
+                    );
+                    None
+                }
+            }
+        }
+    };
+    let timeout = match &ts.timeout {
+        None => business.backend.timeout,
+        Some(s) => match parse_duration(s) {
+            Some(d) => d,
+            None => {
+                diags.push(
+                    Diagnostic::error(file, format!("`{s}` is not a duration"))
+                        .line(at("timeout"))
+                        .at(here("timeout"))
+                        .hint("write e.g. `5s` or `1500ms`"),
+                );
+                business.backend.timeout
+            }
+        },
+    };
+    let idempotency_required = match ts.idempotency.as_deref() {
+        Some("required") => true,
+        Some("optional") => false,
+        None => {
+            business.binding.kind == Kind::Ucp
+                && (name.starts_with("complete_") || name.starts_with("cancel_"))
+        }
+        Some(other) => {
+            diags.push(
+                Diagnostic::error(file, format!("unknown `idempotency: {other}`"))
+                    .line(at("idempotency"))
+                    .at(here("idempotency"))
+                    .hint("use `required` or `optional`"),
+            );
+            false
+        }
+    };
+    let mut outcomes = business_outcomes.clone();
+    let mut prefix = vec!["tools", name, "outcomes"];
+    prefix.truncate(3);
+    outcomes.extend(compile_outcomes(
+        file,
+        text,
+        &prefix,
+        &ts.outcomes,
+        &business.binding,
+        diags,
+    ));
+
+    // Schemas.
+    let mut bundler = Bundler::new(sources);
+    let mut props = Map::new();
+    let mut required = Vec::new();
+    for p in &method.params {
+        let mut s = bundler.add(&p.schema, &doc.uri, &p.pointer);
+        if let (Some(d), Value::Object(obj)) = (&p.description, &mut s)
+            && !obj.contains_key("description")
+        {
+            obj.insert("description".into(), Value::String(d.clone()));
+        }
+        props.insert(p.name.clone(), s);
+        if p.required {
+            required.push(Value::String(p.name.clone()));
+        }
+    }
+    let mut input = Map::new();
+    input.insert("type".into(), json!("object"));
+    input.insert("properties".into(), Value::Object(props));
+    if !required.is_empty() {
+        input.insert("required".into(), Value::Array(required));
+    }
+    let (input_schema, unresolved) = bundler.finish(Value::Object(input));
+    report_unresolved(unresolved, doc, name, ref_error, file, diags);
+
+    let output_schema = match &method.result {
+        None => None,
+        Some((schema, pointer)) => {
+            let mut bundler = Bundler::new(sources);
+            // USP result schemas describe the whole tool result: serve the structuredContent part.
+            let (node, base, ptr) = match bundler.deref_root(schema, &doc.uri) {
+                Ok((target, base, ptr)) => match target.pointer("/properties/structuredContent") {
+                    Some(sc) => {
+                        let p = if ptr.is_empty() { pointer.clone() } else { ptr };
+                        (
+                            sc.clone(),
+                            base,
+                            format!("{p}/properties/structuredContent"),
+                        )
+                    }
+                    None => (schema.clone(), doc.uri.clone(), pointer.clone()),
+                },
+                Err(_) => (schema.clone(), doc.uri.clone(), pointer.clone()),
+            };
+            let derived = bundler.add(&node, &base, &ptr);
+            let root = match business.binding.business_schema() {
+                Some(alt) => json!({"type": "object", "anyOf": [derived, alt]}),
+                None => {
+                    let mut d = derived;
+                    if let Value::Object(obj) = &mut d
+                        && !obj.contains_key("type")
+                    {
+                        obj.insert("type".into(), json!("object"));
+                    }
+                    d
+                }
+            };
+            let (out, unresolved) = bundler.finish(root);
+            report_unresolved(unresolved, doc, name, ref_error, file, diags);
+            Some(out)
+        }
+    };
+
+    let compile_schema = |schema: &Value,
+                          what: &str,
+                          diags: &mut Vec<Diagnostic>|
+     -> Option<jsonschema::Validator> {
+        jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .build(schema)
+            .map_err(|e| {
+                diags.push(
+                    Diagnostic::error(
+                        &doc.path,
+                        format!("{what} schema of `{name}` does not compile: {e}"),
+                    )
+                    .line(doc.line_of(Some(name), "/params"))
+                    .at(format!("/methods/{}", method.index)),
+                )
+            })
+            .ok()
+    };
+    let input_validator = compile_schema(&input_schema, "input", diags);
+    let output_validator = output_schema
+        .as_ref()
+        .and_then(|s| compile_schema(s, "output", diags));
+
+    let description = ts
+        .description
+        .clone()
+        .or_else(|| match (&method.summary, &method.description) {
+            (Some(s), Some(d)) if !d.starts_with(s.as_str()) => Some(format!("{s}. {d}")),
+            (_, Some(d)) => Some(d.clone()),
+            (Some(s), None) => Some(s.clone()),
+            (None, None) => None,
+        })
+        .unwrap_or_else(|| format!("{name} ({})", business.name));
+    let read_only = http_method == Some(Method::GET);
+    let mut descriptor = Map::new();
+    descriptor.insert("name".into(), json!(name));
+    if let Some(s) = &method.summary {
+        descriptor.insert("title".into(), json!(s));
+    }
+    descriptor.insert("description".into(), json!(description));
+    descriptor.insert("inputSchema".into(), input_schema);
+    if let Some(o) = &output_schema {
+        descriptor.insert("outputSchema".into(), o.clone());
+    }
+    descriptor.insert(
+        "annotations".into(),
+        json!({
+            "readOnlyHint": read_only,
+            "destructiveHint": !read_only && !matches!(http_method, Some(Method::POST)) ,
+            "idempotentHint": matches!(http_method, Some(Method::GET) | Some(Method::PUT) | Some(Method::DELETE)),
+            "openWorldHint": false
+        }),
+    );
+    if diags.iter().filter(|d| d.is_error()).count() != before {
+        return None;
+    }
+    Some(Tool {
+        name: name.to_string(),
+        business: business.clone(),
+        descriptor: Value::Object(descriptor),
+        input_validator: input_validator?,
+        output_validator,
+        method: http_method?,
+        path: template?,
+        query,
+        headers,
+        body,
+        result,
+        business_messages,
+        summary,
+        outcomes,
+        capability: ts.capability.clone(),
+        idempotency_required,
+        timeout,
+        access: method.access.clone(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("5s"), Some(Duration::from_secs(5)));
+        assert_eq!(parse_duration("250ms"), Some(Duration::from_millis(250)));
+        assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
+        assert_eq!(parse_duration("5"), None);
+        assert_eq!(parse_duration("-1s"), None);
+        assert_eq!(parse_duration("0s"), None);
+    }
+
+    #[test]
+    fn env_substitution_names_missing_variables() {
+        // SAFETY: single-threaded use of a variable name unique to this test.
+        unsafe { std::env::set_var("PORTICO_TEST_KEY", "s3cret") };
+        assert_eq!(
+            substitute_env("Bearer ${PORTICO_TEST_KEY}").unwrap(),
+            "Bearer s3cret"
+        );
+        let err = substitute_env("${PORTICO_TEST_NOPE_42}").unwrap_err();
+        assert!(err.contains("PORTICO_TEST_NOPE_42"));
+    }
+
+    #[test]
+    fn edit_distance() {
+        assert_eq!(strsim("usp_bookings_create", "usp_booking_create"), 1);
+    }
+}

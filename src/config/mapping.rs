@@ -1,0 +1,141 @@
+//! The mapping-file format as written by users (YAML, one business per file).
+//! Plain data with serde: it must never compile, resolve or validate anything (see `compile`).
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+
+/// One business: its backend, its protocol binding and how each tool becomes a REST call.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MappingFile {
+    /// Business name (used in logs, metrics and `/mcp/{business}`).
+    pub business: String,
+    /// Protocol rulebook: `usp`, `ucp` or `plain`.
+    pub binding: String,
+    /// OpenRPC document describing the tools (path relative to this file).
+    pub openrpc: String,
+    /// Absolute JSON Schema `$id` (or prefix ending in `/`) -> local file or folder.
+    #[serde(default)]
+    pub schema_ids: IndexMap<String, String>,
+    /// `error` (default) or `warn`: what an unresolvable `$ref` in the OpenRPC is.
+    #[serde(default)]
+    pub unresolved_refs: Option<String>,
+    /// The legacy REST backend.
+    pub backend: BackendSpec,
+    /// jq definitions (`def name: ...;`) available to every transform of this file.
+    #[serde(default)]
+    pub definitions: Option<String>,
+    /// Protocol values the binding puts in every result (USP/UCP version, capabilities).
+    #[serde(default)]
+    pub protocol: ProtocolSpec,
+    /// HTTP status -> outcome overrides for every tool of this business.
+    #[serde(default)]
+    pub outcomes: IndexMap<String, OutcomeSpec>,
+    /// Tool name (an OpenRPC method) -> REST call.
+    pub tools: IndexMap<String, ToolSpec>,
+}
+
+/// Where and how to reach the backend.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackendSpec {
+    /// Base URL; tool paths are appended to it.
+    pub url: String,
+    /// Total time for one backend call (`5s`, `1500ms`); default 10s.
+    #[serde(default)]
+    pub timeout: Option<String>,
+    /// Time to establish a connection; default 2s.
+    #[serde(default)]
+    pub connect_timeout: Option<String>,
+    /// Static headers sent on every call; values may use `${ENV_VAR}`.
+    #[serde(default)]
+    pub headers: IndexMap<String, String>,
+    /// Largest backend response body accepted, in bytes; default 8 MiB.
+    #[serde(default)]
+    pub max_response_bytes: Option<u64>,
+}
+
+/// Protocol envelope values.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProtocolSpec {
+    /// Protocol version announced in results (USP `usp.version`, UCP `ucp.version`).
+    #[serde(default)]
+    pub version: Option<String>,
+    /// USP: `usp.capabilities` object put in every result.
+    #[serde(default)]
+    pub capabilities: Option<serde_json::Value>,
+    /// UCP: the capability name announced in `ucp.capabilities` (per tool overridable).
+    #[serde(default)]
+    pub capability: Option<String>,
+}
+
+/// How one tool call becomes one REST request, and the answer a result.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSpec {
+    /// `METHOD /path/{arg}`.
+    pub http: String,
+    /// Query parameter -> jq expression over the arguments (null / absent values are omitted).
+    #[serde(default)]
+    pub query: IndexMap<String, String>,
+    /// Header -> jq expression over the arguments.
+    #[serde(default)]
+    pub headers: IndexMap<String, String>,
+    /// jq expression building the JSON body from the arguments; default: the arguments minus
+    /// protocol metadata and path arguments (for POST/PUT/PATCH).
+    #[serde(default)]
+    pub body: Option<String>,
+    /// jq expression turning the backend's 2xx body into the protocol payload.
+    #[serde(default)]
+    pub result: Option<String>,
+    /// jq expression over a 2xx body that yields `messages[]` when the backend reported a
+    /// business failure in a success status (e.g. `200 {"errors": [...]}`), else null/empty.
+    #[serde(default)]
+    pub business: Option<String>,
+    /// MiniJinja template for the human-readable `content[]` text.
+    #[serde(default)]
+    pub summary: Option<String>,
+    /// HTTP status -> outcome overrides for this tool.
+    #[serde(default)]
+    pub outcomes: IndexMap<String, OutcomeSpec>,
+    /// UCP: capability announced for this tool.
+    #[serde(default)]
+    pub capability: Option<String>,
+    /// `required` refuses calls without an idempotency key (UCP complete/cancel default).
+    #[serde(default)]
+    pub idempotency: Option<String>,
+    /// Overrides the backend timeout for this tool.
+    #[serde(default)]
+    pub timeout: Option<String>,
+    /// Overrides the tool description taken from the OpenRPC.
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// What an HTTP status means. Exactly one of `business`, `error`, `tool_error`, `success`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct OutcomeSpec {
+    /// A business outcome: `messages[]` entry with this code.
+    #[serde(default)]
+    pub business: Option<String>,
+    /// A protocol error with this code slug from the binding's table.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// An MCP `isError: true` tool result.
+    #[serde(default)]
+    pub tool_error: Option<bool>,
+    /// Treat the status as success (run `result` on the body).
+    #[serde(default)]
+    pub success: Option<bool>,
+    /// Fixed human-readable text for the message.
+    #[serde(default)]
+    pub content: Option<String>,
+    /// jq expression over the backend body giving the text (used when it yields a string).
+    #[serde(default)]
+    pub content_from: Option<String>,
+    /// Business message severity (default `recoverable`).
+    #[serde(default)]
+    pub severity: Option<String>,
+}

@@ -1,0 +1,11 @@
+//! Configuration: mapping files and OpenRPC documents, loaded and compiled into a `Gateway`.
+//! Everything that can fail fails here, at load, with file and line; nothing here runs per request.
+
+pub mod compile;
+pub mod diag;
+pub mod mapping;
+pub mod openrpc;
+pub mod schema;
+
+pub use compile::{Backend, Business, Gateway, OutcomeRule, Tool, load};
+pub use diag::{Diagnostic, Severity};

@@ -1,0 +1,137 @@
+//! `portico demo`: the embedded legacy booking API plus portico in front of it, on 127.0.0.1.
+//! It owns the demo's files and ports; it must never listen beyond loopback.
+
+pub mod backend;
+
+use crate::app::{self, Running};
+use crate::config;
+use crate::mcp::handler::ServerInfo;
+use crate::mcp::http::HttpOptions;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+
+/// The demo's embedded configuration: file name -> text. Mappings point at `127.0.0.1:9101`,
+/// which `start` rewrites to the backend's real address.
+pub const FILES: &[(&str, &str)] = &[
+    (
+        "mappings/demo-spa.yaml",
+        include_str!("../../mappings/demo-spa.yaml"),
+    ),
+    (
+        "mappings/demo-hotel.yaml",
+        include_str!("../../mappings/demo-hotel.yaml"),
+    ),
+    (
+        "mappings/demo-concierge.yaml",
+        include_str!("../../mappings/demo-concierge.yaml"),
+    ),
+    (
+        "openrpc/usp.openrpc.json",
+        include_str!("../../openrpc/usp.openrpc.json"),
+    ),
+    (
+        "openrpc/ucp-lodging.openrpc.json",
+        include_str!("../../openrpc/ucp-lodging.openrpc.json"),
+    ),
+    (
+        "openrpc/ucp-ask.openrpc.json",
+        include_str!("../../openrpc/ucp-ask.openrpc.json"),
+    ),
+];
+
+/// The backend address written in the demo mappings.
+pub const MAPPED_BACKEND: &str = "127.0.0.1:9101";
+
+/// A running demo.
+pub struct Demo {
+    pub gateway: Running,
+    pub backend_addr: SocketAddr,
+    pub backend_task: tokio::task::JoinHandle<std::io::Result<()>>,
+    pub dir: PathBuf,
+}
+
+impl Demo {
+    pub fn mcp_url(&self) -> String {
+        self.gateway.mcp_url()
+    }
+
+    pub fn backend_url(&self) -> String {
+        format!("http://{}", self.backend_addr)
+    }
+
+    /// Lines printed by `portico demo`: `name: url`, then one example call.
+    pub fn banner(&self) -> String {
+        let mcp = self.mcp_url();
+        format!(
+            "mcp: {mcp}\nbackend: {backend}\nexample: curl -s {mcp} -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: usp_services_list' -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{{\"name\":\"usp_services_list\",\"arguments\":{{}},\"_meta\":{{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{{}}}}}}}}'\n",
+            backend = self.backend_url()
+        )
+    }
+
+    pub async fn stop(self) {
+        let _ = self.gateway.stop().await;
+        self.backend_task.abort();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Writes the embedded files to a private folder with the backend address filled in.
+pub fn write_files(backend: SocketAddr) -> std::io::Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!(
+        "portico-demo-{}-{}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    ));
+    for (name, text) in FILES {
+        let path = dir.join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(path, text.replace(MAPPED_BACKEND, &backend.to_string()))?;
+    }
+    Ok(dir)
+}
+
+/// Starts the backend on `port + 1` and portico on `port` (both 0 = any free port).
+pub async fn start(port: u16) -> Result<Demo, String> {
+    let backend_port = if port == 0 {
+        0
+    } else {
+        port.checked_add(1).ok_or("port too large")?
+    };
+    let (backend_addr, backend_task) =
+        backend::spawn(SocketAddr::from((Ipv4Addr::LOCALHOST, backend_port)))
+            .await
+            .map_err(|e| format!("cannot start the demo backend on port {backend_port}: {e}"))?;
+    let dir = write_files(backend_addr).map_err(|e| format!("cannot write the demo files: {e}"))?;
+    let gateway = config::load(&[dir.join("mappings")]).map_err(|ds| {
+        ds.iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n")
+    })?;
+    for w in &gateway.warnings {
+        tracing::warn!("{w}");
+    }
+    let info = ServerInfo {
+        name: "portico-demo".into(),
+        instructions: Some(
+            "Seaside Spa (USP tools usp_*) and Harbour Hotel (UCP lodging *_booking_session and ask_business) behind one portico.".into(),
+        ),
+        ..ServerInfo::default()
+    };
+    let gateway = app::start(
+        gateway,
+        SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
+        HttpOptions::default(),
+        info,
+    )
+    .await
+    .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;
+    Ok(Demo {
+        gateway,
+        backend_addr,
+        backend_task,
+        dir,
+    })
+}

@@ -1,0 +1,156 @@
+//! The forward path: a tool call from any MCP edge -> binding -> REST backend -> protocol reply.
+//! One place for the whole sequence so every edge (HTTP, stdio) behaves the same; it never
+//! touches transport details (sessions, headers of the MCP request, SSE).
+
+use crate::binding::{Reply, RpcError, ToolCtx};
+use crate::config::{Gateway, Tool};
+use crate::model::{Call, Failure, FailureKind, Outcome};
+use crate::translate::{request, response};
+use crate::upstream::rest;
+use serde_json::{Value, json};
+use std::time::Instant;
+
+/// JSON-RPC "invalid params" for calls that name no known tool.
+pub fn unknown_tool(name: &str) -> RpcError {
+    RpcError {
+        code: -32602,
+        message: format!("Unknown tool: {name}"),
+        data: None,
+        http_status: None,
+    }
+}
+
+/// Explains schema violations briefly (first three), with the argument path.
+fn violations(tool: &Tool, args: &Value) -> Option<String> {
+    let errs: Vec<String> = tool
+        .input_validator
+        .iter_errors(args)
+        .take(3)
+        .map(|e| {
+            let path = e.instance_path().to_string();
+            if path.is_empty() {
+                format!("arguments: {e}")
+            } else {
+                format!("arguments{path}: {e}")
+            }
+        })
+        .collect();
+    (!errs.is_empty()).then(|| errs.join("; "))
+}
+
+/// Runs one `tools/call`. `arguments` may be absent (treated as `{}`).
+pub async fn call_tool(gateway: &Gateway, name: &str, arguments: Option<Value>) -> Reply {
+    let Some(tool) = gateway.tools.get(name) else {
+        return Reply::Error(unknown_tool(name));
+    };
+    let started = Instant::now();
+    let reply = run(tool, arguments.unwrap_or_else(|| json!({}))).await;
+    let (outcome, code) = match &reply {
+        Reply::Result(r) if r.get("isError") == Some(&Value::Bool(true)) => ("tool_error", 0),
+        Reply::Result(_) => ("ok", 0),
+        Reply::Error(e) => ("error", e.code),
+    };
+    tracing::info!(
+        business = %tool.business.name,
+        tool = %tool.name,
+        outcome,
+        rpc_code = code,
+        latency_us = started.elapsed().as_micros() as u64,
+        "tools/call"
+    );
+    reply
+}
+
+async fn run(tool: &Tool, args: Value) -> Reply {
+    let binding = &tool.business.binding;
+    let ctx = ToolCtx {
+        capability: tool.capability.as_deref(),
+        ..ToolCtx::default()
+    };
+    if !args.is_object() {
+        return binding.render_failure(
+            binding.invalid_arguments("`arguments` must be an object".into()),
+            &ctx,
+        );
+    }
+    if let Some(detail) = violations(tool, &args) {
+        return binding.render_failure(binding.invalid_arguments(detail), &ctx);
+    }
+    let mut args = args;
+    let meta = match binding.extract(&mut args) {
+        Ok(m) => m,
+        Err(f) => return binding.render_failure(f, &ctx),
+    };
+    if tool.idempotency_required && meta.idempotency_key.is_none() {
+        let f = binding.invalid_arguments(format!("`{}` requires an idempotency key", tool.name));
+        return binding.render_failure(f, &ctx);
+    }
+    let call = Call {
+        tool: tool.name.clone(),
+        args,
+        meta,
+    };
+    let outcome = match request::build(tool, &call) {
+        Err(f) => Outcome::Failure(f),
+        Ok(req) => match rest::send(&tool.business.backend, req, tool.timeout).await {
+            Err(f) => Outcome::Failure(f),
+            Ok(resp) => response::outcome(tool, &call, resp),
+        },
+    };
+    let ctx = ToolCtx {
+        correlation_id: call.meta.correlation_id.as_deref(),
+        ..ctx
+    };
+    let reply = binding.render(outcome, &ctx);
+    finish(tool, &call, reply)
+}
+
+/// Validates structuredContent against the output schema and applies the summary template.
+fn finish(tool: &Tool, call: &Call, reply: Reply) -> Reply {
+    let Reply::Result(mut result) = reply else {
+        return reply;
+    };
+    let is_error = result.get("isError") == Some(&Value::Bool(true));
+    if let (Some(v), Some(sc), false) = (
+        &tool.output_validator,
+        result.get("structuredContent"),
+        is_error,
+    ) && let Some(err) = v.iter_errors(sc).next()
+    {
+        let path = err.instance_path().to_string();
+        tracing::error!(tool = %tool.name, error = %err, at = %path, "structuredContent does not match outputSchema");
+        let binding = &tool.business.binding;
+        let f = Failure::new(
+            FailureKind::Internal,
+            format!(
+                "the backend answer, as mapped, does not fit the tool's output schema at `{path}`: {err}"
+            ),
+        );
+        return binding.render_failure(f, &ToolCtx::default());
+    }
+    if let (Some(env), false) = (&tool.summary, is_error) {
+        let sc = result
+            .get("structuredContent")
+            .cloned()
+            .unwrap_or(Value::Null);
+        let mut ctx = match &sc {
+            Value::Object(m) => m.clone(),
+            _ => serde_json::Map::new(),
+        };
+        ctx.insert("args".into(), call.args.clone());
+        let rendered = env
+            .get_template("summary")
+            .and_then(|t| t.render(minijinja::Value::from(minijinja::value::Serde(&ctx))));
+        match rendered {
+            Ok(text) => {
+                if let Some(first) = result.pointer_mut("/content/0/text") {
+                    *first = Value::String(text);
+                }
+            }
+            Err(e) => {
+                tracing::warn!(tool = %tool.name, error = %e, "summary template failed; keeping the JSON text")
+            }
+        }
+    }
+    Reply::Result(result)
+}

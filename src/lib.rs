@@ -1,0 +1,23 @@
+//! portico: a protocol-translating gateway between REST and MCP.
+//! This crate root only wires modules together; it holds no logic and no global state.
+//!
+//! # Layout
+//!
+//! - [`model`]: the neutral `Call` / `Outcome` types every edge translates into and out of.
+//! - [`config`]: OpenRPC documents and mapping files, loaded and compiled into a [`config::Gateway`].
+//! - [`binding`]: the protocol rulebooks (usp, ucp, plain): metadata, envelopes, error tables.
+//! - [`translate`]: `Call` -> REST request, REST response -> `Outcome`, jq transforms, path templates.
+//! - [`upstream`]: the pooled REST client that talks to a business's backend.
+//! - [`mcp`]: JSON-RPC, both MCP protocol eras, Streamable HTTP.
+//! - [`demo`]: the embedded legacy booking API and the `portico demo` runner.
+
+pub mod app;
+pub mod binding;
+pub mod check;
+pub mod config;
+pub mod demo;
+pub mod forward;
+pub mod mcp;
+pub mod model;
+pub mod translate;
+pub mod upstream;

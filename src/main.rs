@@ -1,0 +1,177 @@
+//! The `portico` command line: serve, demo, check.
+//! It parses arguments and wires modules; it never holds protocol logic.
+
+use clap::{Parser, Subcommand};
+use portico::mcp::handler::ServerInfo;
+use portico::mcp::http::HttpOptions;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "portico",
+    version,
+    about = "A protocol-translating gateway between REST and MCP"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve MCP in front of the backends described by mapping files.
+    Serve {
+        /// Mapping files, or folders of them.
+        #[arg(required = true)]
+        config: Vec<PathBuf>,
+        /// Address of the MCP listener.
+        #[arg(long, default_value = "127.0.0.1:8080", env = "PORTICO_LISTEN")]
+        listen: SocketAddr,
+        /// Accepted Host names besides localhost (repeatable; `*` accepts any).
+        #[arg(long = "allowed-host")]
+        allowed_hosts: Vec<String>,
+        /// Accepted browser Origins besides localhost ones (repeatable).
+        #[arg(long = "allowed-origin")]
+        allowed_origins: Vec<String>,
+        /// Largest accepted request body in bytes.
+        #[arg(long, default_value_t = 1 << 20)]
+        max_body_bytes: usize,
+    },
+    /// Run the embedded demo: a legacy spa + hotel API with portico in front, on 127.0.0.1.
+    Demo {
+        /// Port of the MCP endpoint; the legacy backend takes the next one.
+        #[arg(long, default_value_t = 9100)]
+        port: u16,
+    },
+    /// Load and compile mapping files and OpenRPC documents; report every problem.
+    Check {
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Treat warnings as errors.
+        #[arg(long)]
+        strict: bool,
+    },
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Check { paths, strict } => {
+            let report = portico::check::run(&paths);
+            for d in &report.diagnostics {
+                eprintln!("{d}");
+            }
+            let failed = report.has_errors() || (strict && !report.diagnostics.is_empty());
+            if failed {
+                let n = report.diagnostics.iter().filter(|d| d.is_error()).count();
+                eprintln!(
+                    "check failed: {n} error(s), {} warning(s)",
+                    report.diagnostics.len() - n
+                );
+                ExitCode::FAILURE
+            } else {
+                println!(
+                    "ok: {} file(s), {} tool(s), {} warning(s)",
+                    report.files,
+                    report.tools,
+                    report.diagnostics.len()
+                );
+                ExitCode::SUCCESS
+            }
+        }
+        Command::Serve {
+            config,
+            listen,
+            allowed_hosts,
+            allowed_origins,
+            max_body_bytes,
+        } => {
+            init_logging();
+            let gateway = match portico::config::load(&config) {
+                Ok(g) => g,
+                Err(ds) => {
+                    for d in ds {
+                        eprintln!("{d}");
+                    }
+                    return ExitCode::FAILURE;
+                }
+            };
+            for w in &gateway.warnings {
+                tracing::warn!("{w}");
+            }
+            let mut opts = HttpOptions {
+                max_body_bytes,
+                ..HttpOptions::default()
+            };
+            opts.allowed_hosts.extend(allowed_hosts);
+            opts.allowed_origins.extend(allowed_origins);
+            let running =
+                match portico::app::start(gateway, listen, opts, ServerInfo::default()).await {
+                    Ok(r) => r,
+                    Err(e) => {
+                        eprintln!("cannot listen on {listen}: {e}");
+                        return ExitCode::FAILURE;
+                    }
+                };
+            println!("mcp: {}", running.mcp_url());
+            wait_for_signal().await;
+            tracing::info!("shutting down");
+            match running.stop().await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("server error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Demo { port } => {
+            init_logging();
+            let demo = match portico::demo::start(port).await {
+                Ok(d) => d,
+                Err(e) => {
+                    eprintln!("{e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            print!("{}", demo.banner());
+            wait_for_signal().await;
+            demo.stop().await;
+            ExitCode::SUCCESS
+        }
+    }
+}

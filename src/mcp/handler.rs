@@ -1,0 +1,241 @@
+//! MCP method handlers shared by every transport: ping, initialize, server/discover,
+//! tools/list, tools/call. Era differences in result shape are applied here; transport
+//! concerns (headers, sessions, SSE) are not.
+
+use super::jsonrpc::{INVALID_PARAMS, METHOD_NOT_FOUND};
+use super::{LEGACY_VERSIONS, supported_versions};
+use crate::binding::Reply;
+use crate::config::Gateway;
+use arc_swap::ArcSwap;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde_json::{Map, Value, json};
+
+/// Which protocol era a request is served under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Era {
+    /// Session era, with the negotiated version.
+    Legacy(String),
+    /// Stateless 2026-07-28.
+    Modern(String),
+}
+
+/// Server identity and tunables.
+#[derive(Debug, Clone)]
+pub struct ServerInfo {
+    pub name: String,
+    pub version: String,
+    pub instructions: Option<String>,
+    /// `tools/list` page size.
+    pub page_size: usize,
+    /// Cache hint for discover and list results (2026-07-28).
+    pub list_ttl_ms: u64,
+}
+
+impl Default for ServerInfo {
+    fn default() -> Self {
+        ServerInfo {
+            name: "portico".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            instructions: None,
+            page_size: 100,
+            list_ttl_ms: 60_000,
+        }
+    }
+}
+
+/// Shared state every MCP edge reads.
+pub struct Core {
+    pub gateway: ArcSwap<Gateway>,
+    pub info: ServerInfo,
+}
+
+/// The outcome of one request, before transport framing.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    Result(Value),
+    Error {
+        code: i64,
+        message: String,
+        data: Option<Value>,
+        http_status: Option<u16>,
+    },
+}
+
+impl Answer {
+    fn error(code: i64, message: impl Into<String>) -> Self {
+        Answer::Error {
+            code,
+            message: message.into(),
+            data: None,
+            http_status: None,
+        }
+    }
+}
+
+fn server_info_json(info: &ServerInfo) -> Value {
+    json!({ "name": info.name, "version": info.version })
+}
+
+fn capabilities() -> Value {
+    json!({ "tools": { "listChanged": false } })
+}
+
+/// Negotiates an `initialize` version: echo it when supported, else offer the newest.
+pub fn negotiate(requested: Option<&str>) -> &'static str {
+    requested
+        .and_then(|r| LEGACY_VERSIONS.iter().find(|v| **v == r).copied())
+        .unwrap_or(LEGACY_VERSIONS[0])
+}
+
+/// The `initialize` result for a negotiated version.
+pub fn initialize_result(info: &ServerInfo, version: &str) -> Value {
+    let mut r = json!({
+        "protocolVersion": version,
+        "capabilities": capabilities(),
+        "serverInfo": server_info_json(info),
+    });
+    if let (Some(i), Value::Object(obj)) = (&info.instructions, &mut r) {
+        obj.insert("instructions".into(), Value::String(i.clone()));
+    }
+    r
+}
+
+fn decode_cursor(cursor: &str) -> Option<usize> {
+    if cursor.is_empty() {
+        return Some(0);
+    }
+    let raw = URL_SAFE_NO_PAD.decode(cursor).ok()?;
+    let text = String::from_utf8(raw).ok()?;
+    text.strip_prefix("tools:")?.parse().ok()
+}
+
+fn encode_cursor(offset: usize) -> String {
+    URL_SAFE_NO_PAD.encode(format!("tools:{offset}"))
+}
+
+/// Adds the 2026-07-28 per-result fields.
+fn modern_result(info: &ServerInfo, mut result: Value, cacheable: bool) -> Value {
+    if let Value::Object(obj) = &mut result {
+        obj.insert("resultType".into(), json!("complete"));
+        if cacheable {
+            obj.insert("ttlMs".into(), json!(info.list_ttl_ms));
+            obj.insert("cacheScope".into(), json!("public"));
+        }
+        let meta = obj
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(m) = meta {
+            m.insert(
+                "io.modelcontextprotocol/serverInfo".into(),
+                server_info_json(info),
+            );
+        }
+    }
+    result
+}
+
+/// Handles one request (not `initialize`, which the transport handles because it creates a
+/// session). Unknown methods answer -32601.
+pub async fn handle(core: &Core, era: &Era, method: &str, params: Option<Value>) -> Answer {
+    let modern = matches!(era, Era::Modern(_));
+    let finish = |a: Answer, cacheable: bool| match (a, modern) {
+        (Answer::Result(r), true) => Answer::Result(modern_result(&core.info, r, cacheable)),
+        (a, _) => a,
+    };
+    match method {
+        "ping" if !modern => Answer::Result(json!({})),
+        "server/discover" if modern => {
+            let mut r = json!({
+                "supportedVersions": supported_versions(),
+                "capabilities": capabilities(),
+            });
+            if let (Some(i), Value::Object(obj)) = (&core.info.instructions, &mut r) {
+                obj.insert("instructions".into(), Value::String(i.clone()));
+            }
+            finish(Answer::Result(r), true)
+        }
+        "tools/list" => {
+            let cursor = params.as_ref().and_then(|p| p.get("cursor"));
+            let offset = match cursor {
+                None | Some(Value::Null) => Some(0),
+                Some(Value::String(c)) => decode_cursor(c),
+                Some(_) => None,
+            };
+            let gateway = core.gateway.load();
+            let Some(offset) = offset.filter(|o| *o <= gateway.tools.len()) else {
+                return Answer::error(INVALID_PARAMS, "invalid cursor");
+            };
+            let page = core.info.page_size.max(1);
+            let tools: Vec<Value> = gateway
+                .tools
+                .values()
+                .skip(offset)
+                .take(page)
+                .map(|t| t.descriptor.clone())
+                .collect();
+            let mut r = json!({ "tools": tools });
+            if offset + page < gateway.tools.len()
+                && let Value::Object(obj) = &mut r
+            {
+                obj.insert("nextCursor".into(), json!(encode_cursor(offset + page)));
+            }
+            finish(Answer::Result(r), true)
+        }
+        "tools/call" => {
+            let Some(Value::Object(p)) = params else {
+                return Answer::error(INVALID_PARAMS, "tools/call needs params with a `name`");
+            };
+            let Some(name) = p.get("name").and_then(Value::as_str) else {
+                return Answer::error(INVALID_PARAMS, "tools/call needs a string `name`");
+            };
+            let arguments = match p.get("arguments") {
+                None | Some(Value::Null) => None,
+                Some(v) => Some(v.clone()),
+            };
+            let gateway = core.gateway.load_full();
+            match crate::forward::call_tool(&gateway, name, arguments).await {
+                Reply::Result(r) => finish(Answer::Result(r), false),
+                Reply::Error(e) => Answer::Error {
+                    code: e.code,
+                    message: e.message,
+                    data: e.data,
+                    http_status: e.http_status,
+                },
+            }
+        }
+        _ => Answer::error(METHOD_NOT_FOUND, format!("Method not found: {method}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_reject_junk() {
+        assert_eq!(decode_cursor(&encode_cursor(7)), Some(7));
+        assert_eq!(decode_cursor(""), Some(0));
+        assert_eq!(decode_cursor("not-base64!"), None);
+        assert_eq!(decode_cursor(&URL_SAFE_NO_PAD.encode("other:1")), None);
+    }
+
+    #[test]
+    fn negotiation_echoes_known_versions() {
+        assert_eq!(negotiate(Some("2025-06-18")), "2025-06-18");
+        assert_eq!(negotiate(Some("2024-11-05")), "2025-11-25");
+        assert_eq!(negotiate(None), "2025-11-25");
+    }
+
+    #[test]
+    fn modern_results_carry_required_fields() {
+        let r = modern_result(&ServerInfo::default(), json!({"tools": []}), true);
+        assert_eq!(r["resultType"], "complete");
+        assert_eq!(r["cacheScope"], "public");
+        assert!(r["ttlMs"].is_u64());
+        assert_eq!(
+            r["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+            "portico"
+        );
+    }
+}

@@ -1,0 +1,799 @@
+//! MCP Streamable HTTP on one endpoint for both eras: POST/GET/DELETE, JSON or SSE replies,
+//! sessions (2025 era), header rules (2026-07-28), Origin/Host checks, body and depth limits.
+//! It never interprets tools: requests go to `handler`.
+
+use super::handler::{self, Answer, Core, Era};
+use super::jsonrpc::{
+    self, HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Message,
+    UNSUPPORTED_VERSION,
+};
+use super::session::Sessions;
+use super::{LEGACY_VERSIONS, MODERN_VERSIONS};
+use base64::Engine;
+use bytes::Bytes;
+use futures_util::StreamExt;
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full, Limited, StreamBody, combinators::BoxBody};
+use hyper::body::{Frame, Incoming};
+use serde_json::{Value, json};
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+/// Response body type of the MCP endpoint.
+pub type Body = BoxBody<Bytes, Infallible>;
+
+/// Transport limits and checks.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// Path of the MCP endpoint.
+    pub path: String,
+    /// Accepted `Host` names (without port); `*` accepts any.
+    pub allowed_hosts: Vec<String>,
+    /// Accepted `Origin`s besides those whose host is allowed; `*` accepts any.
+    pub allowed_origins: Vec<String>,
+    pub max_body_bytes: usize,
+    pub max_depth: usize,
+    pub max_sessions: u64,
+    pub session_idle: Duration,
+    pub keep_alive: Duration,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            path: "/mcp".into(),
+            allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
+            allowed_origins: Vec::new(),
+            max_body_bytes: 1 << 20,
+            max_depth: 64,
+            max_sessions: 10_000,
+            session_idle: Duration::from_secs(30 * 60),
+            keep_alive: Duration::from_secs(15),
+        }
+    }
+}
+
+/// Everything a connection needs.
+pub struct Server {
+    pub core: Arc<Core>,
+    pub opts: HttpOptions,
+    pub sessions: Sessions,
+}
+
+impl Server {
+    pub fn new(core: Arc<Core>, opts: HttpOptions) -> Arc<Self> {
+        let sessions = Sessions::new(opts.max_sessions, opts.session_idle);
+        Arc::new(Server {
+            core,
+            opts,
+            sessions,
+        })
+    }
+}
+
+fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into()).boxed()
+}
+
+fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
+    let mut r = Response::new(full(value.to_string()));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+fn rpc_error(
+    status: StatusCode,
+    id: &Value,
+    code: i64,
+    message: &str,
+    data: Option<Value>,
+) -> Response<Body> {
+    json_response(status, &jsonrpc::error(id, code, message, data))
+}
+
+fn empty(status: StatusCode) -> Response<Body> {
+    let mut r = Response::new(full(Bytes::new()));
+    *r.status_mut() = status;
+    r
+}
+
+fn sse_frame(value: &Value) -> Bytes {
+    Bytes::from(format!("event: message\ndata: {value}\n\n"))
+}
+
+fn sse_headers(r: &mut Response<Body>) {
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+}
+
+/// Which media types the client accepts: (json, sse).
+fn accepts(headers: &HeaderMap) -> (bool, bool) {
+    let values: Vec<&str> = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    if values.is_empty() {
+        return (true, true);
+    }
+    let mut json = false;
+    let mut sse = false;
+    for v in values {
+        for part in v.split(',') {
+            let mt = part
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
+            match mt.as_str() {
+                "*/*" => {
+                    json = true;
+                    sse = true;
+                }
+                "application/*" | "application/json" => json = true,
+                "text/*" | "text/event-stream" => sse = true,
+                _ => {}
+            }
+        }
+    }
+    (json, sse)
+}
+
+fn host_of(authority: &str) -> String {
+    let a = authority.trim().to_ascii_lowercase();
+    if let Some(rest) = a.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or("").to_string();
+    }
+    a.rsplit_once(':')
+        .map(|(h, p)| {
+            if p.chars().all(|c| c.is_ascii_digit()) {
+                h.to_string()
+            } else {
+                a.clone()
+            }
+        })
+        .unwrap_or(a)
+}
+
+impl Server {
+    fn host_allowed(&self, host: &str) -> bool {
+        self.opts
+            .allowed_hosts
+            .iter()
+            .any(|h| h == "*" || h.eq_ignore_ascii_case(host))
+    }
+
+    /// DNS-rebinding protection: foreign Host or Origin -> 403.
+    fn check_origin(&self, req: &Request<Incoming>) -> Option<Response<Body>> {
+        let host = req
+            .headers()
+            .get(header::HOST)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+            .or_else(|| req.uri().authority().map(|a| a.to_string()));
+        let forbidden = |what: &str| {
+            Some(rpc_error(
+                StatusCode::FORBIDDEN,
+                &Value::Null,
+                INVALID_REQUEST,
+                &format!("Forbidden: {what} is not allowed"),
+                None,
+            ))
+        };
+        if let Some(h) = &host
+            && !self.host_allowed(&host_of(h))
+        {
+            return forbidden("this Host");
+        }
+        if let Some(origin) = req.headers().get(header::ORIGIN) {
+            let Ok(o) = origin.to_str() else {
+                return forbidden("this Origin");
+            };
+            let listed = self
+                .opts
+                .allowed_origins
+                .iter()
+                .any(|a| a == "*" || a.eq_ignore_ascii_case(o));
+            let host_ok = url::Url::parse(o)
+                .ok()
+                .and_then(|u| u.host_str().map(|h| h.trim_matches(['[', ']']).to_string()))
+                .is_some_and(|h| self.host_allowed(&h));
+            if !listed && !host_ok {
+                return forbidden("this Origin");
+            }
+        }
+        None
+    }
+
+    /// Entry point for every HTTP request.
+    pub async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Response<Body> {
+        if req.uri().path() != self.opts.path {
+            return rpc_error(
+                StatusCode::NOT_FOUND,
+                &Value::Null,
+                METHOD_NOT_FOUND,
+                "Not found: the MCP endpoint is elsewhere",
+                None,
+            );
+        }
+        if let Some(r) = self.check_origin(&req) {
+            return r;
+        }
+        match *req.method() {
+            Method::POST => self.post(req).await,
+            Method::GET => self.get(req),
+            Method::DELETE => self.delete(req),
+            _ => {
+                let mut r = rpc_error(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    &Value::Null,
+                    INVALID_REQUEST,
+                    "Method not allowed",
+                    None,
+                );
+                r.headers_mut()
+                    .insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
+                r
+            }
+        }
+    }
+
+    fn session_id(req_headers: &HeaderMap) -> Option<String> {
+        req_headers
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    }
+
+    fn get(&self, req: Request<Incoming>) -> Response<Body> {
+        let Some(sid) = Self::session_id(req.headers()) else {
+            let mut r = rpc_error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                &Value::Null,
+                INVALID_REQUEST,
+                "GET needs an Mcp-Session-Id (2026-07-28 has no GET stream: use subscriptions/listen)",
+                None,
+            );
+            r.headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("POST"));
+            return r;
+        };
+        if !accepts(req.headers()).1 {
+            return rpc_error(
+                StatusCode::NOT_ACCEPTABLE,
+                &Value::Null,
+                INVALID_REQUEST,
+                "Not Acceptable: GET must accept text/event-stream",
+                None,
+            );
+        }
+        let Some(session) = self.sessions.get(&sid) else {
+            return rpc_error(
+                StatusCode::NOT_FOUND,
+                &Value::Null,
+                INVALID_REQUEST,
+                "Session not found",
+                None,
+            );
+        };
+        let (tx, rx) = mpsc::channel::<Bytes>(256);
+        session.attach_stream(tx);
+        let keep_alive = self.opts.keep_alive;
+        let ticks = tokio_stream_interval(keep_alive);
+        let frames = futures_util::stream::select(
+            tokio_stream_receiver(rx),
+            ticks.map(|_| Bytes::from_static(b": keep-alive\n\n")),
+        )
+        .map(|b| Ok::<_, Infallible>(Frame::data(b)));
+        let mut r = Response::new(BodyExt::boxed(StreamBody::new(frames)));
+        sse_headers(&mut r);
+        r
+    }
+
+    fn delete(&self, req: Request<Incoming>) -> Response<Body> {
+        let Some(sid) = Self::session_id(req.headers()) else {
+            let mut r = empty(StatusCode::METHOD_NOT_ALLOWED);
+            r.headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("POST"));
+            return r;
+        };
+        if self.sessions.remove(&sid) {
+            empty(StatusCode::OK)
+        } else {
+            rpc_error(
+                StatusCode::NOT_FOUND,
+                &Value::Null,
+                INVALID_REQUEST,
+                "Session not found",
+                None,
+            )
+        }
+    }
+
+    async fn post(self: Arc<Self>, req: Request<Incoming>) -> Response<Body> {
+        let (json_ok, sse_ok) = accepts(req.headers());
+        if !json_ok && !sse_ok {
+            return rpc_error(
+                StatusCode::NOT_ACCEPTABLE,
+                &Value::Null,
+                INVALID_REQUEST,
+                "Not Acceptable: accept application/json or text/event-stream",
+                None,
+            );
+        }
+        let ct_ok = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| {
+                ct.split(';')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .eq_ignore_ascii_case("application/json")
+            });
+        if !ct_ok {
+            return rpc_error(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                &Value::Null,
+                INVALID_REQUEST,
+                "Unsupported Media Type: Content-Type must be application/json",
+                None,
+            );
+        }
+        let max = self.opts.max_body_bytes;
+        let too_big = || {
+            rpc_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &Value::Null,
+                INVALID_REQUEST,
+                &format!("request body exceeds {max} bytes"),
+                None,
+            )
+        };
+        if let Some(len) = req
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|s| s.parse::<u64>().ok())
+            && len > max as u64
+        {
+            return too_big();
+        }
+        let (parts, body) = req.into_parts();
+        let bytes = match Limited::new(body, max).collect().await {
+            Ok(c) => c.to_bytes(),
+            Err(e) => {
+                if e.downcast_ref::<http_body_util::LengthLimitError>()
+                    .is_some()
+                {
+                    return too_big();
+                }
+                return rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    &Value::Null,
+                    INVALID_REQUEST,
+                    "could not read the request body",
+                    None,
+                );
+            }
+        };
+        let msg = match jsonrpc::parse(&bytes, self.opts.max_depth) {
+            Ok(m) => m,
+            Err(rej) => {
+                return rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    &rej.id,
+                    rej.code,
+                    &rej.message,
+                    None,
+                );
+            }
+        };
+        let headers = &parts.headers;
+        let session_hdr = Self::session_id(headers);
+        let version_hdr = headers
+            .get("mcp-protocol-version")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let (method, params) = match &msg {
+            Message::Request { method, params, .. } | Message::Notification { method, params } => {
+                (Some(method.as_str()), params.as_ref())
+            }
+            Message::Response { .. } => (None, None),
+        };
+        let meta = params.and_then(|p| p.get("_meta"));
+        let meta_version = meta.and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"));
+        let header_is_legacy = version_hdr
+            .as_deref()
+            .is_some_and(|v| LEGACY_VERSIONS.contains(&v) || v == "2024-11-05");
+        let modern = session_hdr.is_none()
+            && method != Some("initialize")
+            && (meta_version.is_some() || version_hdr.is_some())
+            && !(meta_version.is_none() && header_is_legacy);
+        if modern {
+            self.post_modern(headers, msg, json_ok, sse_ok).await
+        } else {
+            self.post_legacy(headers, msg, session_hdr, version_hdr, json_ok, sse_ok)
+                .await
+        }
+    }
+
+    /// Frames a final answer as JSON or a one-event SSE stream, per `Accept`.
+    fn reply(
+        &self,
+        id: &Value,
+        answer: Answer,
+        json_ok: bool,
+        sse_ok: bool,
+        extra: Option<(&'static str, String)>,
+    ) -> Response<Body> {
+        let (status, body) = match answer {
+            Answer::Result(r) => (StatusCode::OK, jsonrpc::result(id, r)),
+            Answer::Error {
+                code,
+                message,
+                data,
+                http_status,
+            } => (
+                http_status
+                    .and_then(|s| StatusCode::from_u16(s).ok())
+                    .unwrap_or(StatusCode::OK),
+                jsonrpc::error(id, code, &message, data),
+            ),
+        };
+        let mut r = if json_ok || !sse_ok {
+            json_response(status, &body)
+        } else {
+            let mut r = Response::new(full(sse_frame(&body)));
+            *r.status_mut() = status;
+            sse_headers(&mut r);
+            r
+        };
+        if let Some((name, value)) = extra
+            && let Ok(v) = HeaderValue::from_str(&value)
+        {
+            r.headers_mut().insert(name, v);
+        }
+        r
+    }
+
+    async fn post_legacy(
+        &self,
+        headers: &HeaderMap,
+        msg: Message,
+        session_hdr: Option<String>,
+        version_hdr: Option<String>,
+        json_ok: bool,
+        sse_ok: bool,
+    ) -> Response<Body> {
+        if let Message::Request { id, method, params } = &msg
+            && method == "initialize"
+        {
+            let requested = params
+                .as_ref()
+                .and_then(|p| p.get("protocolVersion"))
+                .and_then(Value::as_str);
+            let version = handler::negotiate(requested);
+            let session = self.sessions.create(version);
+            let result = handler::initialize_result(&self.core.info, version);
+            return self.reply(
+                id,
+                Answer::Result(result),
+                json_ok,
+                sse_ok,
+                Some(("mcp-session-id", session.id.clone())),
+            );
+        }
+        let id = match &msg {
+            Message::Request { id, .. } => id.clone(),
+            _ => Value::Null,
+        };
+        let Some(sid) = session_hdr else {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                &id,
+                INVALID_REQUEST,
+                "Bad Request: missing Mcp-Session-Id (send initialize first)",
+                None,
+            );
+        };
+        let Some(session) = self.sessions.get(&sid) else {
+            return rpc_error(
+                StatusCode::NOT_FOUND,
+                &id,
+                INVALID_REQUEST,
+                "Session not found",
+                None,
+            );
+        };
+        if let Some(v) = &version_hdr
+            && !LEGACY_VERSIONS.contains(&v.as_str())
+        {
+            let supported = LEGACY_VERSIONS.join(", ");
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                &id,
+                INVALID_REQUEST,
+                &format!(
+                    "Bad Request: unsupported MCP-Protocol-Version `{v}` (supported: {supported})"
+                ),
+                None,
+            );
+        }
+        let _ = headers;
+        match msg {
+            Message::Notification { .. } | Message::Response { .. } => empty(StatusCode::ACCEPTED),
+            Message::Request { id, method, params } => {
+                let era = Era::Legacy(session.version.clone());
+                let answer = handler::handle(&self.core, &era, &method, params).await;
+                self.reply(&id, answer, json_ok, sse_ok, None)
+            }
+        }
+    }
+
+    async fn post_modern(
+        &self,
+        headers: &HeaderMap,
+        msg: Message,
+        json_ok: bool,
+        sse_ok: bool,
+    ) -> Response<Body> {
+        let (id, method, params) = match msg {
+            Message::Request { id, method, params } => (id, method, params),
+            Message::Notification { .. } => return empty(StatusCode::ACCEPTED),
+            Message::Response { id } => {
+                return rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    &id,
+                    INVALID_REQUEST,
+                    "clients must not send responses in 2026-07-28",
+                    None,
+                );
+            }
+        };
+        let bad = |code: i64, message: String, data: Option<Value>| {
+            rpc_error(StatusCode::BAD_REQUEST, &id, code, &message, data)
+        };
+        let meta = params.as_ref().and_then(|p| p.get("_meta"));
+        let Some(version) = meta
+            .and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))
+            .and_then(Value::as_str)
+        else {
+            return bad(
+                INVALID_PARAMS,
+                "params._meta[\"io.modelcontextprotocol/protocolVersion\"] is required".into(),
+                None,
+            );
+        };
+        if !MODERN_VERSIONS.contains(&version) {
+            return bad(
+                UNSUPPORTED_VERSION,
+                format!("Unsupported protocol version: {version}"),
+                Some(json!({ "supported": MODERN_VERSIONS, "requested": version })),
+            );
+        }
+        let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+        match header("mcp-protocol-version") {
+            Some(v) if v == version => {}
+            Some(v) => {
+                return bad(
+                    HEADER_MISMATCH,
+                    format!(
+                        "MCP-Protocol-Version header `{v}` does not match _meta protocolVersion `{version}`"
+                    ),
+                    None,
+                );
+            }
+            None => {
+                return bad(
+                    HEADER_MISMATCH,
+                    "missing MCP-Protocol-Version header".into(),
+                    None,
+                );
+            }
+        }
+        match header("mcp-method").map(decode_header_value) {
+            Some(Some(m)) if m == method => {}
+            Some(Some(m)) => {
+                return bad(
+                    HEADER_MISMATCH,
+                    format!("Mcp-Method header `{m}` does not match the body method `{method}`"),
+                    None,
+                );
+            }
+            Some(None) => {
+                return bad(
+                    HEADER_MISMATCH,
+                    "Mcp-Method header is not a valid value".into(),
+                    None,
+                );
+            }
+            None => return bad(HEADER_MISMATCH, "missing Mcp-Method header".into(), None),
+        }
+        let name_key = match method.as_str() {
+            "tools/call" | "prompts/get" => Some("name"),
+            "resources/read" => Some("uri"),
+            _ => None,
+        };
+        if let Some(key) = name_key {
+            let body_name = params
+                .as_ref()
+                .and_then(|p| p.get(key))
+                .and_then(Value::as_str);
+            match (header("mcp-name").map(decode_header_value), body_name) {
+                (Some(Some(h)), Some(b)) if h == b => {}
+                (None, _) => return bad(HEADER_MISMATCH, "missing Mcp-Name header".into(), None),
+                (Some(None), _) => {
+                    return bad(
+                        HEADER_MISMATCH,
+                        "Mcp-Name header is not a valid value".into(),
+                        None,
+                    );
+                }
+                (Some(Some(h)), b) => {
+                    return bad(
+                        HEADER_MISMATCH,
+                        format!(
+                            "Mcp-Name header `{h}` does not match params.{key} `{}`",
+                            b.unwrap_or("")
+                        ),
+                        None,
+                    );
+                }
+            }
+        }
+        if !meta
+            .and_then(|m| m.get("io.modelcontextprotocol/clientCapabilities"))
+            .is_some_and(Value::is_object)
+        {
+            return bad(
+                INVALID_PARAMS,
+                "params._meta[\"io.modelcontextprotocol/clientCapabilities\"] is required".into(),
+                None,
+            );
+        }
+        let era = Era::Modern(version.to_string());
+        let answer = handler::handle(&self.core, &era, &method, params).await;
+        if let Answer::Error {
+            code: METHOD_NOT_FOUND,
+            message,
+            data,
+            ..
+        } = &answer
+        {
+            return rpc_error(
+                StatusCode::NOT_FOUND,
+                &id,
+                METHOD_NOT_FOUND,
+                message,
+                data.clone(),
+            );
+        }
+        self.reply(&id, answer, json_ok, sse_ok, None)
+    }
+}
+
+/// Decodes `=?base64?...?=` header values (SEP-2243); plain values pass through.
+fn decode_header_value(v: &str) -> Option<String> {
+    match v
+        .strip_prefix("=?base64?")
+        .and_then(|r| r.strip_suffix("?="))
+    {
+        Some(b64) => base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok()),
+        None => Some(v.to_string()),
+    }
+}
+
+fn tokio_stream_receiver(mut rx: mpsc::Receiver<Bytes>) -> impl futures_util::Stream<Item = Bytes> {
+    futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
+
+fn tokio_stream_interval(period: Duration) -> impl futures_util::Stream<Item = ()> {
+    let mut iv = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    futures_util::stream::poll_fn(move |cx| iv.poll_tick(cx).map(|_| Some(())))
+}
+
+/// Serves the MCP endpoint on `listener` until `shutdown` resolves; in-flight requests finish.
+pub async fn serve(
+    listener: TcpListener,
+    server: Arc<Server>,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    use hyper_util::server::conn::auto::Builder;
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, _) = match accepted {
+                    Ok(s) => s,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let server = server.clone();
+                let svc = hyper::service::service_fn(move |req| {
+                    let server = server.clone();
+                    async move { Ok::<_, Infallible>(server.handle(req).await) }
+                });
+                let conn = Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(TokioIo::new(stream), svc).into_owned();
+                let conn = graceful.watch(conn);
+                tokio::spawn(async move {
+                    if let Err(e) = conn.await {
+                        tracing::debug!(error = %e, "connection ended with an error");
+                    }
+                });
+            }
+            _ = &mut shutdown => break,
+        }
+    }
+    tokio::select! {
+        _ = graceful.shutdown() => {}
+        _ = tokio::time::sleep(Duration::from_secs(10)) => {}
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_header_parsing() {
+        let mut h = HeaderMap::new();
+        assert_eq!(accepts(&h), (true, true));
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        assert_eq!(accepts(&h), (true, true));
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        assert_eq!(accepts(&h), (false, true));
+        h.insert(header::ACCEPT, HeaderValue::from_static("text/html"));
+        assert_eq!(accepts(&h), (false, false));
+    }
+
+    #[test]
+    fn host_parsing() {
+        assert_eq!(host_of("localhost:8080"), "localhost");
+        assert_eq!(host_of("[::1]:8080"), "::1");
+        assert_eq!(host_of("Example.COM"), "example.com");
+    }
+
+    #[test]
+    fn base64_header_values() {
+        assert_eq!(
+            decode_header_value("tools/call").as_deref(),
+            Some("tools/call")
+        );
+        assert_eq!(
+            decode_header_value("=?base64?Y2Fmw6k=?=").as_deref(),
+            Some("café")
+        );
+        assert_eq!(decode_header_value("=?base64?!!?="), None);
+    }
+}

@@ -1,0 +1,228 @@
+//! JSON-RPC 2.0 envelopes: bounded parsing (size and nesting checked before serde), request /
+//! notification / response classification, error objects. It never interprets MCP methods.
+
+use serde_json::{Map, Value, json};
+
+/// Standard JSON-RPC codes.
+pub const PARSE_ERROR: i64 = -32700;
+pub const INVALID_REQUEST: i64 = -32600;
+pub const METHOD_NOT_FOUND: i64 = -32601;
+pub const INVALID_PARAMS: i64 = -32602;
+pub const INTERNAL_ERROR: i64 = -32603;
+/// MCP 2026-07-28 codes.
+pub const HEADER_MISMATCH: i64 = -32020;
+pub const MISSING_CAPABILITY: i64 = -32021;
+pub const UNSUPPORTED_VERSION: i64 = -32022;
+
+/// A classified message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    Request {
+        id: Value,
+        method: String,
+        params: Option<Value>,
+    },
+    Notification {
+        method: String,
+        params: Option<Value>,
+    },
+    /// A response (result or error) sent by the client.
+    Response { id: Value },
+}
+
+/// Why a body is not one acceptable JSON-RPC message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejection {
+    pub code: i64,
+    pub message: String,
+    /// The request id when one could be read.
+    pub id: Value,
+}
+
+/// Maximum nesting of arrays/objects, checked over raw bytes (strings skipped) so that serde
+/// never recurses deeper than this.
+pub fn depth_exceeds(bytes: &[u8], max: usize) -> bool {
+    let mut depth = 0usize;
+    let mut in_str = false;
+    let mut escaped = false;
+    for &b in bytes {
+        if in_str {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_str = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_str = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
+}
+
+fn valid_id(id: &Value) -> bool {
+    matches!(id, Value::String(_)) || id.as_i64().is_some() || id.as_u64().is_some()
+}
+
+/// Parses one message (batches are refused: no supported revision serves them here).
+pub fn parse(bytes: &[u8], max_depth: usize) -> Result<Message, Rejection> {
+    if depth_exceeds(bytes, max_depth) {
+        return Err(Rejection {
+            code: INVALID_REQUEST,
+            message: format!("JSON nesting deeper than {max_depth} levels"),
+            id: Value::Null,
+        });
+    }
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| Rejection {
+        code: PARSE_ERROR,
+        message: format!("Parse error: {e}"),
+        id: Value::Null,
+    })?;
+    classify(value)
+}
+
+/// Classifies a parsed JSON value.
+pub fn classify(value: Value) -> Result<Message, Rejection> {
+    let Value::Object(mut obj) = value else {
+        let message = if value.is_array() {
+            "JSON-RPC batches are not supported: send one message per request"
+        } else {
+            "a JSON-RPC message must be an object"
+        };
+        return Err(Rejection {
+            code: INVALID_REQUEST,
+            message: message.into(),
+            id: Value::Null,
+        });
+    };
+    let id = obj.remove("id");
+    let reject = |message: &str, id: &Option<Value>| Rejection {
+        code: INVALID_REQUEST,
+        message: message.into(),
+        id: id.clone().filter(valid_id).unwrap_or(Value::Null),
+    };
+    if obj.get("jsonrpc") != Some(&Value::String("2.0".into())) {
+        return Err(reject("`jsonrpc` must be \"2.0\"", &id));
+    }
+    if let Some(i) = &id
+        && !valid_id(i)
+    {
+        return Err(reject("`id` must be a string or an integer", &id));
+    }
+    let params = obj.remove("params");
+    if let Some(p) = &params
+        && !p.is_object()
+        && !p.is_array()
+    {
+        return Err(reject("`params` must be an object", &id));
+    }
+    match (obj.remove("method"), id) {
+        (Some(Value::String(method)), Some(id)) => Ok(Message::Request { id, method, params }),
+        (Some(Value::String(method)), None) => Ok(Message::Notification { method, params }),
+        (Some(_), id) => Err(reject("`method` must be a string", &id)),
+        (None, Some(id)) if obj.contains_key("result") || obj.contains_key("error") => {
+            Ok(Message::Response { id })
+        }
+        (None, id) => Err(reject("a request needs `method`", &id)),
+    }
+}
+
+/// A success response.
+pub fn result(id: &Value, result: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "result": result })
+}
+
+/// An error response.
+pub fn error(id: &Value, code: i64, message: &str, data: Option<Value>) -> Value {
+    let mut err = Map::new();
+    err.insert("code".into(), Value::from(code));
+    err.insert("message".into(), Value::String(message.into()));
+    if let Some(d) = data {
+        err.insert("data".into(), d);
+    }
+    json!({ "jsonrpc": "2.0", "id": id, "error": Value::Object(err) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_messages() {
+        assert!(matches!(
+            parse(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#, 64),
+            Ok(Message::Request { .. })
+        ));
+        assert!(matches!(
+            parse(
+                br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+                64
+            ),
+            Ok(Message::Notification { .. })
+        ));
+        assert!(matches!(
+            parse(br#"{"jsonrpc":"2.0","id":"a","result":{}}"#, 64),
+            Ok(Message::Response { .. })
+        ));
+    }
+
+    #[test]
+    fn rejects_bad_envelopes() {
+        let cases: [(&[u8], i64); 8] = [
+            (b"{not json", PARSE_ERROR),
+            (
+                br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#,
+                INVALID_REQUEST,
+            ),
+            (br#"{"id":1,"method":"ping"}"#, INVALID_REQUEST),
+            (
+                br#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#,
+                INVALID_REQUEST,
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+                INVALID_REQUEST,
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}"#,
+                INVALID_REQUEST,
+            ),
+            (br#"{"jsonrpc":"2.0","id":1,"method":5}"#, INVALID_REQUEST),
+            (
+                br#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#,
+                INVALID_REQUEST,
+            ),
+        ];
+        for (body, code) in cases {
+            let err = parse(body, 64).expect_err(std::str::from_utf8(body).unwrap());
+            assert_eq!(err.code, code, "{}", std::str::from_utf8(body).unwrap());
+        }
+        let err = parse(br#"{"jsonrpc":"1.0","id":7,"method":"ping"}"#, 64).unwrap_err();
+        assert_eq!(err.id, json!(7));
+    }
+
+    #[test]
+    fn depth_limit_ignores_brackets_in_strings() {
+        let deep = format!("{}{}", "[".repeat(100), "]".repeat(100));
+        assert!(depth_exceeds(deep.as_bytes(), 64));
+        assert!(!depth_exceeds(
+            br#"{"a":"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"["}"#,
+            4
+        ));
+        assert_eq!(
+            parse(deep.as_bytes(), 64).unwrap_err().code,
+            INVALID_REQUEST
+        );
+    }
+}

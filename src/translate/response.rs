@@ -1,0 +1,220 @@
+//! Turns the backend's HTTP answer into an `Outcome` using the tool's rules and the binding's
+//! status table. It never throws away a backend problem body or a `Retry-After`.
+
+use super::transform::Vars3;
+use crate::binding::Rule;
+use crate::config::Tool;
+use crate::model::{Call, Failure, FailureKind, Outcome};
+use bytes::Bytes;
+use http::HeaderMap;
+use serde_json::{Map, Value, json};
+
+/// The backend's answer as received.
+#[derive(Debug, Clone)]
+pub struct RestResponse {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+fn kind_for(status: u16) -> FailureKind {
+    match status {
+        400 | 405..=408 | 410..=411 | 413..=418 | 422 => FailureKind::InvalidRequest,
+        401 => FailureKind::Unauthenticated,
+        403 => FailureKind::Forbidden,
+        404 => FailureKind::NotFound,
+        409 => FailureKind::Conflict,
+        412 => FailureKind::PreconditionFailed,
+        429 => FailureKind::RateLimited,
+        502..=504 => FailureKind::Unavailable,
+        500..=599 => FailureKind::UpstreamError,
+        _ => FailureKind::InvalidRequest,
+    }
+}
+
+/// A text for humans from a backend error body.
+fn backend_text(body: &Value, status: u16) -> String {
+    for key in [
+        "detail",
+        "message",
+        "error_description",
+        "title",
+        "error",
+        "msg",
+    ] {
+        if let Some(s) = body.get(key).and_then(Value::as_str)
+            && !s.is_empty()
+        {
+            return s.to_string();
+        }
+    }
+    format!("the backend answered HTTP {status}")
+}
+
+fn retry_after(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(http::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|s| s.trim().parse::<u64>().ok())
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|ct| {
+            let ct = ct.to_ascii_lowercase();
+            ct.contains("json")
+        })
+        .unwrap_or(false)
+}
+
+fn is_problem(headers: &HeaderMap) -> bool {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| {
+            ct.to_ascii_lowercase()
+                .starts_with("application/problem+json")
+        })
+}
+
+/// Interprets a backend answer.
+pub fn outcome(tool: &Tool, call: &Call, resp: RestResponse) -> Outcome {
+    let status = resp.status;
+    let meta = super::request::meta_json(call);
+    let vars = Vars3 {
+        args: &call.args,
+        status,
+        meta: &meta,
+    };
+    let parsed: Result<Value, String> = if resp.body.iter().all(u8::is_ascii_whitespace) {
+        Ok(Value::Null)
+    } else {
+        serde_json::from_slice(&resp.body).map_err(|e| {
+            let kind = if is_json(&resp.headers) {
+                "malformed JSON"
+            } else {
+                "a body that is not JSON"
+            };
+            format!("the backend answered HTTP {status} with {kind} ({e})")
+        })
+    };
+    let rule = tool.rule_for(status);
+    let mapping_failure = |e: String| {
+        Outcome::Failure(Failure {
+            status: Some(status),
+            ..Failure::new(FailureKind::Internal, format!("mapping error: {e}"))
+        })
+    };
+    match rule.rule {
+        Rule::Success => {
+            let body = match parsed {
+                Ok(b) => b,
+                Err(msg) => {
+                    return Outcome::Failure(Failure {
+                        status: Some(status),
+                        ..Failure::new(FailureKind::BadUpstreamResponse, msg)
+                    });
+                }
+            };
+            if let Some(t) = &tool.business_messages {
+                match t.run(&body, vars) {
+                    Ok(Some(Value::Array(messages))) if !messages.is_empty() => {
+                        return Outcome::Business {
+                            body: Map::new(),
+                            messages,
+                        };
+                    }
+                    Ok(Some(Value::Array(_)))
+                    | Ok(Some(Value::Null))
+                    | Ok(None)
+                    | Ok(Some(Value::Bool(false))) => {}
+                    Ok(Some(other)) => {
+                        return mapping_failure(format!(
+                            "`business` must yield an array of messages, got {other}"
+                        ));
+                    }
+                    Err(e) => return mapping_failure(e.to_string()),
+                }
+            }
+            let payload = match &tool.result {
+                Some(t) => match t.run(&body, vars) {
+                    Ok(v) => v.unwrap_or(Value::Null),
+                    Err(e) => return mapping_failure(e.to_string()),
+                },
+                None => body,
+            };
+            Outcome::Success { body: payload }
+        }
+        other => {
+            let body = parsed.clone().unwrap_or(Value::Null);
+            let content = rule
+                .content_from
+                .as_ref()
+                .and_then(|t| t.run(&body, vars).ok().flatten())
+                .and_then(|v| v.as_str().map(str::to_string))
+                .or_else(|| rule.content.clone())
+                .unwrap_or_else(|| match &parsed {
+                    Ok(b) => backend_text(b, status),
+                    Err(msg) => msg.clone(),
+                });
+            match other {
+                Rule::Business(code) => Outcome::Business {
+                    body: Map::new(),
+                    messages: vec![json!({
+                        "type": "error",
+                        "code": code,
+                        "content": content,
+                        "severity": rule.severity,
+                    })],
+                },
+                Rule::Error(slug) => Outcome::Failure(Failure {
+                    kind: kind_for(status),
+                    code: Some(slug),
+                    message: content,
+                    status: Some(status),
+                    problem: is_problem(&resp.headers)
+                        .then_some(body)
+                        .filter(|b| b.is_object())
+                        .map(Box::new),
+                    retry_after: retry_after(&resp.headers),
+                    as_tool_error: false,
+                }),
+                _ => Outcome::Failure(Failure {
+                    status: Some(status),
+                    retry_after: retry_after(&resp.headers),
+                    as_tool_error: true,
+                    ..Failure::new(kind_for(status), content)
+                }),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backend_text_prefers_detail() {
+        assert_eq!(
+            backend_text(&json!({"error": "SLOT_TAKEN", "detail": "taken"}), 409),
+            "taken"
+        );
+        assert_eq!(backend_text(&json!({"error": "NO"}), 401), "NO");
+        assert_eq!(
+            backend_text(&json!([1]), 500),
+            "the backend answered HTTP 500"
+        );
+    }
+
+    #[test]
+    fn status_kinds_cover_every_status() {
+        for s in 100..=599u16 {
+            let _ = kind_for(s);
+        }
+        assert_eq!(kind_for(503), FailureKind::Unavailable);
+        assert_eq!(kind_for(500), FailureKind::UpstreamError);
+    }
+}

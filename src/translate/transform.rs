@@ -1,0 +1,284 @@
+//! Compiled jq transforms (jaq): argument -> request body, backend body -> structuredContent.
+//! Compiled once at load; running one never touches the file system or the network, and never panics.
+//!
+//! Why jq: mapping authors already know it from shell work, it expresses reshaping
+//! (rename, nest, map over arrays, defaults with `//`, conditionals) in one line, and jaq is a
+//! safe, pure-Rust implementation that compiles filters ahead of time.
+
+use jaq_core::load::{Arena, File, Loader};
+use jaq_core::{Compiler, Ctx, Native, Vars, data::JustLut, unwrap_valr};
+use jaq_json::Val;
+use serde::Deserialize;
+use serde_json::Value;
+use std::fmt;
+
+type CompiledFilter = jaq_core::compile::Filter<Native<JustLut<Val>>>;
+
+/// The global variables every transform may read.
+pub const GLOBAL_VARS: [&str; 3] = ["$args", "$status", "$meta"];
+
+/// A jq program compiled at load.
+#[derive(Clone)]
+pub struct Transform {
+    source: String,
+    filter: std::sync::Arc<CompiledFilter>,
+}
+
+impl fmt::Debug for Transform {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Transform")
+            .field("source", &self.source)
+            .finish()
+    }
+}
+
+/// Inputs bound to the global variables.
+#[derive(Debug, Clone, Copy)]
+pub struct Vars3<'a> {
+    pub args: &'a Value,
+    pub status: u16,
+    pub meta: &'a Value,
+}
+
+/// A jq program that did not compile; `offset` is a byte offset into the program when known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompileError {
+    pub message: String,
+    pub offset: Option<usize>,
+}
+
+/// A transform failed at run time.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("transform `{source_text}` failed: {message}")]
+pub struct RunError {
+    pub source_text: String,
+    pub message: String,
+}
+
+fn offset_in(code: &str, found: &str) -> Option<usize> {
+    let start = code.as_ptr() as usize;
+    let at = found.as_ptr() as usize;
+    (at >= start && at <= start + code.len()).then(|| at - start)
+}
+
+impl Transform {
+    /// Compiles `code` with jq definitions (`def f: ...;`) in scope; offsets in errors point
+    /// into `code` (or are `None` when the error is inside the definitions).
+    pub fn compile_with(defs: Option<&str>, code: &str) -> Result<Self, CompileError> {
+        let Some(defs) = defs.filter(|d| !d.trim().is_empty()) else {
+            return Self::compile(code);
+        };
+        let joined = format!("{defs}\n{code}");
+        let shift = defs.len() + 1;
+        match Self::compile(&joined) {
+            Ok(mut t) => {
+                t.source = code.to_string();
+                Ok(t)
+            }
+            Err(mut e) => {
+                e.offset = e.offset.and_then(|o| o.checked_sub(shift));
+                if e.offset.is_none() {
+                    e.message = format!("{} (in `definitions` or the expression)", e.message);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Parses and compiles a jq program.
+    pub fn compile(code: &str) -> Result<Self, CompileError> {
+        let arena = Arena::default();
+        let defs = jaq_core::defs()
+            .chain(jaq_std::defs())
+            .chain(jaq_json::defs());
+        let funs = jaq_core::funs()
+            .chain(jaq_std::funs())
+            .chain(jaq_json::funs());
+        let loader = Loader::new(defs);
+        let modules = loader
+            .load(&arena, File { code, path: () })
+            .map_err(|errs| {
+                let mut message = String::new();
+                let mut offset = None;
+                for (_file, err) in errs {
+                    match err {
+                        jaq_core::load::Error::Io(items) => {
+                            for (path, e) in items {
+                                message.push_str(&format!("cannot import `{path}`: {e}; "));
+                            }
+                        }
+                        jaq_core::load::Error::Lex(items) => {
+                            for (expect, found) in items {
+                                offset = offset.or_else(|| offset_in(code, found));
+                                message.push_str(&format!(
+                                    "expected {} near `{}`; ",
+                                    expect.as_str(),
+                                    found.chars().take(16).collect::<String>()
+                                ));
+                            }
+                        }
+                        jaq_core::load::Error::Parse(items) => {
+                            for (expect, found) in items {
+                                offset = offset.or_else(|| offset_in(code, found));
+                                let near: String = found.chars().take(16).collect();
+                                if near.is_empty() {
+                                    message.push_str(&format!(
+                                        "expected {} at end of program; ",
+                                        expect.as_str()
+                                    ));
+                                } else {
+                                    message.push_str(&format!(
+                                        "expected {} near `{near}`; ",
+                                        expect.as_str()
+                                    ));
+                                }
+                            }
+                        }
+                    }
+                }
+                CompileError {
+                    message: message.trim_end_matches("; ").to_string(),
+                    offset,
+                }
+            })?;
+        let filter = Compiler::default()
+            .with_funs(funs)
+            .with_global_vars(GLOBAL_VARS)
+            .compile(modules)
+            .map_err(|errs| {
+                let mut message = String::new();
+                let mut offset = None;
+                for (_file, list) in errs {
+                    for (name, undefined) in list {
+                        offset = offset.or_else(|| offset_in(code, name));
+                        message.push_str(&format!("undefined {} `{name}`; ", undefined.as_str()));
+                    }
+                }
+                CompileError {
+                    message: message.trim_end_matches("; ").to_string(),
+                    offset,
+                }
+            })?;
+        Ok(Transform {
+            source: code.to_string(),
+            filter: std::sync::Arc::new(filter),
+        })
+    }
+
+    /// The program text.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// Runs the program on `input`; returns the first output, or `None` when it yields nothing.
+    pub fn run(&self, input: &Value, vars: Vars3<'_>) -> Result<Option<Value>, RunError> {
+        let fail = |message: String| RunError {
+            source_text: self.source.clone(),
+            message,
+        };
+        let to_val = |v: &Value| Val::deserialize(v).map_err(|e| fail(e.to_string()));
+        let input = to_val(input)?;
+        let globals = [
+            to_val(vars.args)?,
+            Val::from(vars.status as isize),
+            to_val(vars.meta)?,
+        ];
+        let ctx = Ctx::<JustLut<Val>>::new(&self.filter.lut, Vars::new(globals));
+        let mut out = self.filter.id.run((ctx, input)).map(unwrap_valr);
+        match out.next() {
+            None => Ok(None),
+            Some(Err(e)) => Err(fail(e.to_string())),
+            Some(Ok(v)) => val_to_json(&v).map(Some).map_err(fail),
+        }
+    }
+}
+
+/// Converts a jaq value to JSON; byte strings and non-string keys are not JSON and are refused.
+fn val_to_json(v: &Val) -> Result<Value, String> {
+    let text = v.to_string();
+    serde_json::from_str(&text).map_err(|e| format!("result is not JSON ({e}): {text}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run(code: &str, input: Value) -> Option<Value> {
+        let t = Transform::compile(code).expect("compiles");
+        let args = json!({"who": "alice"});
+        t.run(
+            &input,
+            Vars3 {
+                args: &args,
+                status: 201,
+                meta: &Value::Null,
+            },
+        )
+        .expect("runs")
+    }
+
+    #[test]
+    fn reshapes_objects_and_arrays() {
+        let out = run(
+            "{ id: .ref, slots: [ .slots[] | { id: .k, free: (.state == \"open\") } ] }",
+            json!({"ref": "r1", "slots": [{"k": "a", "state": "open"}, {"k": "b", "state": "x"}]}),
+        );
+        assert_eq!(
+            out,
+            Some(
+                json!({"id": "r1", "slots": [{"id": "a", "free": true}, {"id": "b", "free": false}]})
+            )
+        );
+    }
+
+    #[test]
+    fn reads_global_variables() {
+        assert_eq!(
+            run("{who: $args.who, status: $status}", json!(null)),
+            Some(json!({"who": "alice", "status": 201}))
+        );
+    }
+
+    #[test]
+    fn empty_yields_none() {
+        assert_eq!(run("empty", json!(1)), None);
+    }
+
+    #[test]
+    fn keeps_large_integers_and_unicode() {
+        assert_eq!(
+            run(".", json!({"n": 9007199254740993u64, "s": "café ☕"})),
+            Some(json!({"n": 9007199254740993u64, "s": "café ☕"}))
+        );
+    }
+
+    #[test]
+    fn syntax_errors_carry_an_offset() {
+        let err = Transform::compile("{ a: .b ").expect_err("must fail");
+        assert!(err.message.contains("expected"), "{}", err.message);
+        let err = Transform::compile(".a | nosuchfn").expect_err("must fail");
+        assert!(
+            err.message.contains("undefined filter `nosuchfn`"),
+            "{}",
+            err.message
+        );
+        assert_eq!(err.offset, Some(5));
+    }
+
+    #[test]
+    fn runtime_errors_are_reported() {
+        let t = Transform::compile(".a + 1").expect("compiles");
+        let err = t
+            .run(
+                &json!({"a": "text"}),
+                Vars3 {
+                    args: &Value::Null,
+                    status: 200,
+                    meta: &Value::Null,
+                },
+            )
+            .expect_err("string + number fails");
+        assert!(err.message.contains("cannot"), "{}", err.message);
+    }
+}

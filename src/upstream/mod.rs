@@ -1,0 +1,4 @@
+//! Clients for what portico calls: business REST backends (and, later, MCP servers).
+//! They own connections, timeouts and body limits; they never interpret protocol semantics.
+
+pub mod rest;

@@ -1,0 +1,98 @@
+//! Sends a built request to a REST backend with the tool's timeout and the backend's body cap.
+//! Dropping the future aborts the backend request (that is how cancellation reaches the backend).
+
+use crate::config::Backend;
+use crate::model::{Failure, FailureKind};
+use crate::translate::request::RestRequest;
+use crate::translate::response::RestResponse;
+use bytes::{Bytes, BytesMut};
+use std::time::Duration;
+
+/// Performs the request; transport failures become `Failure`s of kind Unavailable / Timeout /
+/// BadUpstreamResponse.
+pub async fn send(
+    backend: &Backend,
+    req: RestRequest,
+    timeout: Duration,
+) -> Result<RestResponse, Failure> {
+    let fut = async {
+        let mut builder = backend
+            .client
+            .request(req.method, &req.url)
+            .headers(req.headers);
+        if let Some(body) = req.body {
+            builder = builder.body(body);
+        }
+        let mut resp = builder.send().await.map_err(|e| {
+            let what = if e.is_connect() {
+                "the backend refused or failed the connection"
+            } else {
+                "the backend connection failed"
+            };
+            tracing::warn!(error = %e, "backend request failed");
+            Failure::new(FailureKind::Unavailable, what)
+        })?;
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        if let Some(len) = resp.content_length()
+            && len > backend.max_response_bytes as u64
+        {
+            return Err(Failure {
+                status: Some(status),
+                ..Failure::new(
+                    FailureKind::BadUpstreamResponse,
+                    format!(
+                        "the backend announced a {len}-byte body, over the {}-byte limit",
+                        backend.max_response_bytes
+                    ),
+                )
+            });
+        }
+        let mut body = BytesMut::new();
+        loop {
+            match resp.chunk().await {
+                Ok(Some(chunk)) => {
+                    if body.len() + chunk.len() > backend.max_response_bytes {
+                        return Err(Failure {
+                            status: Some(status),
+                            ..Failure::new(
+                                FailureKind::BadUpstreamResponse,
+                                format!(
+                                    "the backend body exceeds the {}-byte limit",
+                                    backend.max_response_bytes
+                                ),
+                            )
+                        });
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::warn!(error = %e, "backend body failed");
+                    return Err(Failure {
+                        status: Some(status),
+                        ..Failure::new(
+                            FailureKind::BadUpstreamResponse,
+                            "the backend connection broke while sending the body",
+                        )
+                    });
+                }
+            }
+        }
+        Ok(RestResponse {
+            status,
+            headers,
+            body: Bytes::from(body),
+        })
+    };
+    match tokio::time::timeout(timeout, fut).await {
+        Ok(r) => r,
+        Err(_) => Err(Failure::new(
+            FailureKind::Timeout,
+            format!(
+                "the backend did not answer within {} ms",
+                timeout.as_millis()
+            ),
+        )),
+    }
+}
