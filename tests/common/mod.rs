@@ -1,0 +1,224 @@
+//! Shared helpers for integration tests: a scriptable test backend on 127.0.0.1 and a raw
+//! MCP-over-HTTP client. Test-only code; it never listens beyond loopback.
+#![allow(dead_code)]
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+use serde_json::{Value, json};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// What the test backend saw.
+#[derive(Default)]
+pub struct Seen {
+    pub requests: Mutex<Vec<Value>>,
+    /// Handlers of `/slow` dropped before they finished (the caller went away).
+    pub abandoned: AtomicUsize,
+    pub completed: AtomicUsize,
+}
+
+struct DropGuard(Arc<Seen>, bool);
+impl Drop for DropGuard {
+    fn drop(&mut self) {
+        if !self.1 {
+            self.0.abandoned.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+fn respond(status: u16, ct: &str, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(body.into()));
+    *r.status_mut() = hyper::StatusCode::from_u16(status).unwrap();
+    r.headers_mut().insert("content-type", ct.parse().unwrap());
+    r
+}
+
+async fn handle(seen: Arc<Seen>, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    let method = req.method().to_string();
+    let path = req.uri().path().to_string();
+    let query = req.uri().query().unwrap_or("").to_string();
+    let headers: serde_json::Map<String, Value> = req
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.to_string(), json!(v.to_str().unwrap_or("<bin>"))))
+        .collect();
+    let body = req.into_body().collect().await.map(|c| c.to_bytes()).unwrap_or_default();
+    let body_json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let record = json!({"method": method, "path": path, "query": query, "headers": headers, "body": body_json});
+    seen.requests.lock().unwrap().push(record.clone());
+    let rest = path.strip_prefix("/t").unwrap_or(&path);
+    if rest.starts_with("/echo/") {
+        return respond(200, "application/json", record.to_string());
+    }
+    if let Some(code) = rest.strip_prefix("/status/") {
+        let code: u16 = code.parse().unwrap_or(500);
+        let mut r = match code {
+            418 => respond(code, "application/problem+json", r#"{"type":"https://example.test/teapot","title":"I am a teapot","status":418,"detail":"short and stout"}"#),
+            _ => respond(code, "application/json", format!(r#"{{"detail":"backend said {code}"}}"#)),
+        };
+        if code == 503 || code == 429 {
+            r.headers_mut().insert("retry-after", "7".parse().unwrap());
+        }
+        return r;
+    }
+    if let Some(ms) = rest.strip_prefix("/slow/") {
+        let ms: u64 = ms.parse().unwrap_or(1000);
+        let mut guard = DropGuard(seen.clone(), false);
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        guard.1 = true;
+        seen.completed.fetch_add(1, Ordering::SeqCst);
+        return respond(200, "application/json", r#"{"slept":true}"#);
+    }
+    if rest == "/text" {
+        return respond(200, "text/plain", "hello, not json");
+    }
+    respond(404, "application/json", r#"{"error":"NO_ROUTE"}"#)
+}
+
+/// Starts the scriptable backend on a free loopback port.
+pub async fn test_backend() -> (SocketAddr, Arc<Seen>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = Arc::new(Seen::default());
+    let s = seen.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else { continue };
+            let s = s.clone();
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(move |req| {
+                    let s = s.clone();
+                    async move { Ok::<_, std::convert::Infallible>(handle(s, req).await) }
+                });
+                let _ = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    (addr, seen)
+}
+
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// Copies a fixture folder to a temp dir with the backend address filled in.
+pub fn fixture_with_backend(folder: &str, backend: &str) -> PathBuf {
+    let src = fixtures().join(folder);
+    let dst = std::env::temp_dir().join(format!("portico-it-{}-{}", folder, uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dst).unwrap();
+    for e in std::fs::read_dir(&src).unwrap() {
+        let p = e.unwrap().path();
+        let text = std::fs::read_to_string(&p).unwrap().replace("127.0.0.1:9101", backend);
+        std::fs::write(dst.join(p.file_name().unwrap()), text).unwrap();
+    }
+    dst
+}
+
+/// Starts portico on the given mapping files.
+pub async fn gateway(files: &[PathBuf]) -> portico::app::Running {
+    gateway_with(files, portico::mcp::handler::ServerInfo::default()).await
+}
+
+pub async fn gateway_with(files: &[PathBuf], info: portico::mcp::handler::ServerInfo) -> portico::app::Running {
+    let g = portico::config::load(files).unwrap_or_else(|ds| {
+        panic!("{}", ds.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))
+    });
+    portico::app::start(g, "127.0.0.1:0".parse().unwrap(), portico::mcp::http::HttpOptions::default(), info)
+        .await
+        .unwrap()
+}
+
+pub const MODERN: &str = "2026-07-28";
+
+/// A raw answer: status, headers and parsed JSON body (SSE bodies are decoded to their last event).
+pub struct Answer {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Value,
+    pub text: String,
+}
+
+impl Answer {
+    pub fn result(&self) -> &Value {
+        &self.body["result"]
+    }
+    pub fn error_code(&self) -> Option<i64> {
+        self.body["error"]["code"].as_i64()
+    }
+    pub fn sc(&self) -> &Value {
+        &self.body["result"]["structuredContent"]
+    }
+}
+
+pub async fn send(req: reqwest::RequestBuilder) -> Answer {
+    let resp = req.send().await.expect("request sent");
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let text = resp.text().await.unwrap_or_default();
+    let body = if headers.get("content-type").and_then(|v| v.to_str().ok()).is_some_and(|c| c.starts_with("text/event-stream")) {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str(d.trim()).ok())
+            .last()
+            .unwrap_or(Value::Null)
+    } else {
+        serde_json::from_str(&text).unwrap_or(Value::Null)
+    };
+    Answer { status, headers, body, text }
+}
+
+/// A 2026-07-28 request with every required header and `_meta`.
+pub fn modern(client: &reqwest::Client, url: &str, id: i64, method: &str, mut params: Value) -> reqwest::RequestBuilder {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "it", "version": "1"}
+    });
+    let mut rb = client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", MODERN)
+        .header("mcp-method", method);
+    if let Some(name) = params.get("name").or_else(|| params.get("uri")).and_then(Value::as_str) {
+        rb = rb.header("mcp-name", name);
+    }
+    rb.body(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string())
+}
+
+/// `tools/call` at 2026-07-28.
+pub async fn call(client: &reqwest::Client, url: &str, name: &str, args: Value) -> Answer {
+    send(modern(client, url, 1, "tools/call", json!({"name": name, "arguments": args}))).await
+}
+
+/// Opens a 2025 session: returns its id.
+pub async fn initialize(client: &reqwest::Client, url: &str, version: &str) -> (String, Answer) {
+    let a = send(
+        client
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":version,"capabilities":{},"clientInfo":{"name":"it","version":"1"}}}).to_string()),
+    )
+    .await;
+    let sid = a.headers.get("mcp-session-id").map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
+    (sid, a)
+}
+
+/// A 2025-era request inside a session.
+pub fn legacy(client: &reqwest::Client, url: &str, sid: &str, body: Value) -> reqwest::RequestBuilder {
+    client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", sid)
+        .header("mcp-protocol-version", "2025-11-25")
+        .body(body.to_string())
+}

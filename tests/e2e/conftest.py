@@ -1,0 +1,168 @@
+"""Shared fixtures for portico's end-to-end tests.
+
+The tests drive a real `portico demo` process (the embedded legacy spa + hotel API with portico in
+front of it) over HTTP. The binary is taken from $PORTICO_BIN (default: the debug build in
+/work/main/target). A missing binary, or a demo that does not print its `mcp:` URL in time, is a
+test *failure*, never a skip: an e2e suite that silently skips proves nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+DEFAULT_PORTICO_BIN = "/work/main/target/debug/portico"
+STARTUP_TIMEOUT_S = float(os.environ.get("PORTICO_STARTUP_TIMEOUT", "30"))
+STOP_TIMEOUT_S = 10.0
+
+
+def portico_bin() -> Path:
+    """The portico binary under test; fails the test run loudly when it is missing."""
+    raw = os.environ.get("PORTICO_BIN", DEFAULT_PORTICO_BIN)
+    path = Path(raw)
+    if not path.is_file():
+        pytest.fail(
+            f"portico binary not found at {raw!r} (set PORTICO_BIN, or build it with "
+            "`cargo build --bin portico`)",
+            pytrace=False,
+        )
+    if not os.access(path, os.X_OK):
+        pytest.fail(f"portico binary at {raw!r} is not executable", pytrace=False)
+    return path
+
+
+@dataclass
+class Demo:
+    """A running `portico demo` process."""
+
+    proc: subprocess.Popen[str]
+    mcp_url: str
+    backend_url: str | None
+    stderr_path: Path
+    stdout_lines: list[str] = field(default_factory=list)
+
+    def stderr_text(self) -> str:
+        try:
+            return self.stderr_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+
+def _pump_stdout(proc: subprocess.Popen[str], lines: queue.Queue[str | None]) -> None:
+    """Reads the demo's stdout line by line until EOF, so the pipe never fills up."""
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        lines.put(line.rstrip("\n"))
+    lines.put(None)
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=STOP_TIMEOUT_S)
+
+
+def start_demo() -> Demo:
+    """Starts `portico demo --port 0` and waits for its `mcp:` line (the real, OS-chosen ports)."""
+    binary = portico_bin()
+    stderr_file = tempfile.NamedTemporaryFile(  # noqa: SIM115 - kept open for the child's lifetime
+        prefix="portico-demo-", suffix=".stderr", delete=False
+    )
+    stderr_path = Path(stderr_file.name)
+    proc = subprocess.Popen(
+        [str(binary), "demo", "--port", "0"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=stderr_file,
+        text=True,
+        bufsize=1,
+    )
+    stderr_file.close()  # the child holds its own descriptor
+    lines: queue.Queue[str | None] = queue.Queue()
+    threading.Thread(target=_pump_stdout, args=(proc, lines), daemon=True).start()
+
+    seen: list[str] = []
+    mcp_url: str | None = None
+    backend_url: str | None = None
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    problem = None
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            problem = f"did not print an `mcp:` line within {STARTUP_TIMEOUT_S:.0f}s"
+            break
+        try:
+            line = lines.get(timeout=min(remaining, 0.5))
+        except queue.Empty:
+            if proc.poll() is not None and lines.empty():
+                problem = f"exited with status {proc.returncode} before printing an `mcp:` line"
+                break
+            continue
+        if line is None:
+            proc.wait(timeout=STOP_TIMEOUT_S)
+            problem = f"closed stdout (exit status {proc.returncode}) before printing an `mcp:` line"
+            break
+        seen.append(line)
+        key, _, value = line.partition(":")
+        if key.strip() == "backend":
+            backend_url = value.strip()
+        elif key.strip() == "mcp":
+            mcp_url = value.strip()
+            if backend_url is not None:
+                break
+        elif key.strip() == "example" and mcp_url is not None:
+            break
+    if problem is None and mcp_url is not None and not mcp_url.startswith("http://127.0.0.1:"):
+        problem = f"printed an unexpected mcp URL {mcp_url!r}"
+    if problem is not None or mcp_url is None:
+        _stop(proc)
+        stderr = stderr_path.read_text(errors="replace") if stderr_path.exists() else ""
+        pytest.fail(
+            f"`{binary} demo --port 0` {problem}.\nstdout:\n"
+            + "\n".join(seen)
+            + f"\nstderr:\n{stderr[-4000:]}",
+            pytrace=False,
+        )
+    return Demo(proc=proc, mcp_url=mcp_url, backend_url=backend_url, stderr_path=stderr_path, stdout_lines=seen)
+
+
+def stop_demo(demo: Demo) -> None:
+    _stop(demo.proc)
+    try:
+        demo.stderr_path.unlink()
+    except OSError:
+        pass
+
+
+@pytest.fixture(scope="module")
+def demo():
+    """A fresh `portico demo` per test module (the demo backend keeps state per process)."""
+    d = start_demo()
+    try:
+        yield d
+    finally:
+        stop_demo(d)
+
+
+@pytest.fixture(scope="module")
+def mcp_url(demo: Demo) -> str:
+    return demo.mcp_url
+
+
+@pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    return "asyncio"
