@@ -20,21 +20,43 @@ async fn modern_discover_and_list_carry_required_fields() {
     assert_eq!(r["resultType"], "complete");
     assert!(r["ttlMs"].is_u64());
     assert_eq!(r["cacheScope"], "public");
-    assert!(r["supportedVersions"].as_array().unwrap().contains(&json!("2026-07-28")));
-    assert!(r["supportedVersions"].as_array().unwrap().contains(&json!("2025-11-25")));
+    assert!(
+        r["supportedVersions"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("2026-07-28"))
+    );
+    assert!(
+        r["supportedVersions"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("2025-11-25"))
+    );
     assert_eq!(r["capabilities"]["tools"]["listChanged"], false);
-    assert_eq!(r["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "portico-demo");
+    assert_eq!(
+        r["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "portico-demo"
+    );
     assert!(a.headers.get("mcp-session-id").is_none());
 
     let a = send(modern(&c, &url, 2, "tools/list", json!({}))).await;
     let tools = a.result()["tools"].as_array().unwrap();
     assert_eq!(tools.len(), 13);
     for t in tools {
-        assert!(t["description"].as_str().is_some_and(|s| !s.is_empty()), "{}", t["name"]);
+        assert!(
+            t["description"].as_str().is_some_and(|s| !s.is_empty()),
+            "{}",
+            t["name"]
+        );
         assert_eq!(t["inputSchema"]["type"], "object", "{}", t["name"]);
         assert_eq!(t["outputSchema"]["type"], "object", "{}", t["name"]);
         let name = t["name"].as_str().unwrap();
-        assert!(name.len() <= 64 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.'));
+        assert!(
+            name.len() <= 64
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+        );
     }
     assert_eq!(a.result()["resultType"], "complete");
     assert_eq!(a.result()["cacheScope"], "public");
@@ -48,7 +70,10 @@ async fn modern_discover_and_list_carry_required_fields() {
 async fn tools_list_paginates_with_opaque_cursors() {
     let (backend, _) = test_backend().await;
     let dir = fixture_with_backend("gateway", &backend.to_string());
-    let info = portico::mcp::handler::ServerInfo { page_size: 4, ..Default::default() };
+    let info = portico::mcp::handler::ServerInfo {
+        page_size: 4,
+        ..Default::default()
+    };
     let g = gateway_with(&[dir.join("usp.yaml")], info).await;
     let (c, url) = (reqwest::Client::new(), g.mcp_url());
     let mut names = Vec::new();
@@ -62,14 +87,28 @@ async fn tools_list_paginates_with_opaque_cursors() {
         for t in a.result()["tools"].as_array().unwrap() {
             names.push(t["name"].as_str().unwrap().to_string());
         }
-        assert_eq!(a.result()["cacheScope"], "public", "same scope on every page");
+        assert_eq!(
+            a.result()["cacheScope"],
+            "public",
+            "same scope on every page"
+        );
         match a.result()["nextCursor"].as_str() {
             Some(n) => cursor = Some(n.to_string()),
             None => break,
         }
     }
-    assert_eq!(names, ["echo_get", "echo_post", "status", "slow", "text", "shape"]);
-    let bad = send(modern(&c, &url, 9, "tools/list", json!({"cursor": "bm90LWEtY3Vyc29y"}))).await;
+    assert_eq!(
+        names,
+        ["echo_get", "echo_post", "status", "slow", "text", "shape"]
+    );
+    let bad = send(modern(
+        &c,
+        &url,
+        9,
+        "tools/list",
+        json!({"cursor": "bm90LWEtY3Vyc29y"}),
+    ))
+    .await;
     assert_eq!(bad.error_code(), Some(-32602));
     g.stop().await.unwrap();
 }
@@ -77,7 +116,9 @@ async fn tools_list_paginates_with_opaque_cursors() {
 #[tokio::test]
 async fn modern_header_and_meta_rules() {
     let (d, c, url) = demo().await;
-    let body = |m: &str, meta: Value| json!({"jsonrpc":"2.0","id":7,"method":m,"params":{"name":"usp_services_list","arguments":{},"_meta":meta}}).to_string();
+    let body = |m: &str, meta: Value| {
+        json!({"jsonrpc":"2.0","id":7,"method":m,"params":{"name":"usp_services_list","arguments":{},"_meta":meta}}).to_string()
+    };
     let good_meta = json!({"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}});
     let base = || {
         c.post(&url)
@@ -86,19 +127,47 @@ async fn modern_header_and_meta_rules() {
             .header("mcp-protocol-version", MODERN)
     };
     // Missing Mcp-Method.
-    let a = send(base().header("mcp-name", "usp_services_list").body(body("tools/call", good_meta.clone()))).await;
+    let a = send(
+        base()
+            .header("mcp-name", "usp_services_list")
+            .body(body("tools/call", good_meta.clone())),
+    )
+    .await;
     assert_eq!((a.status, a.error_code()), (400, Some(-32020)));
     assert_eq!(a.body["id"], 7, "errors echo the request id");
     // Mcp-Method mismatch.
-    let a = send(base().header("mcp-method", "tools/list").header("mcp-name", "usp_services_list").body(body("tools/call", good_meta.clone()))).await;
+    let a = send(
+        base()
+            .header("mcp-method", "tools/list")
+            .header("mcp-name", "usp_services_list")
+            .body(body("tools/call", good_meta.clone())),
+    )
+    .await;
     assert_eq!((a.status, a.error_code()), (400, Some(-32020)));
     // Missing / mismatched Mcp-Name.
-    let a = send(base().header("mcp-method", "tools/call").body(body("tools/call", good_meta.clone()))).await;
+    let a = send(
+        base()
+            .header("mcp-method", "tools/call")
+            .body(body("tools/call", good_meta.clone())),
+    )
+    .await;
     assert_eq!((a.status, a.error_code()), (400, Some(-32020)));
-    let a = send(base().header("mcp-method", "tools/call").header("mcp-name", "other").body(body("tools/call", good_meta.clone()))).await;
+    let a = send(
+        base()
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "other")
+            .body(body("tools/call", good_meta.clone())),
+    )
+    .await;
     assert_eq!((a.status, a.error_code()), (400, Some(-32020)));
     // Base64-encoded Mcp-Name is decoded.
-    let a = send(base().header("mcp-method", "tools/call").header("mcp-name", "=?base64?dXNwX3NlcnZpY2VzX2xpc3Q=?=").body(body("tools/call", good_meta.clone()))).await;
+    let a = send(
+        base()
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "=?base64?dXNwX3NlcnZpY2VzX2xpc3Q=?=")
+            .body(body("tools/call", good_meta.clone())),
+    )
+    .await;
     assert_eq!(a.status, 200, "{}", a.text);
     assert_eq!(a.result()["resultType"], "complete");
     // Header version differs from _meta.
@@ -126,7 +195,16 @@ async fn modern_header_and_meta_rules() {
     assert_eq!(a.body["error"]["data"]["requested"], "1900-01-01");
     assert_eq!(a.body["error"]["data"]["supported"], json!(["2026-07-28"]));
     // Missing clientCapabilities.
-    let a = send(base().header("mcp-method", "tools/call").header("mcp-name", "usp_services_list").body(body("tools/call", json!({"io.modelcontextprotocol/protocolVersion": MODERN})))).await;
+    let a = send(
+        base()
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "usp_services_list")
+            .body(body(
+                "tools/call",
+                json!({"io.modelcontextprotocol/protocolVersion": MODERN}),
+            )),
+    )
+    .await;
     assert_eq!((a.status, a.error_code()), (400, Some(-32602)));
     // Unknown and removed methods: HTTP 404 + -32601.
     for m in ["nope/nothing", "ping", "logging/setLevel"] {
@@ -134,7 +212,12 @@ async fn modern_header_and_meta_rules() {
         assert_eq!((a.status, a.error_code()), (404, Some(-32601)), "{m}");
     }
     // GET and DELETE without a session: 405.
-    let a = send(c.get(&url).header("accept", "text/event-stream").header("mcp-protocol-version", MODERN)).await;
+    let a = send(
+        c.get(&url)
+            .header("accept", "text/event-stream")
+            .header("mcp-protocol-version", MODERN),
+    )
+    .await;
     assert_eq!(a.status, 405);
     let a = send(c.delete(&url)).await;
     assert_eq!(a.status, 405);
@@ -152,31 +235,89 @@ async fn legacy_sessions_lifecycle() {
     let (d, c, url) = demo().await;
     let (sid, a) = initialize(&c, &url, "2025-06-18").await;
     assert_eq!(a.status, 200);
-    assert_eq!(a.result()["protocolVersion"], "2025-06-18", "a supported version is echoed");
+    assert_eq!(
+        a.result()["protocolVersion"],
+        "2025-06-18",
+        "a supported version is echoed"
+    );
     assert!(!sid.is_empty() && sid.bytes().all(|b| (0x21..=0x7e).contains(&b)));
     assert!(a.result()["capabilities"]["tools"].is_object());
     let (_, a) = initialize(&c, &url, "2099-01-01").await;
-    assert_eq!(a.result()["protocolVersion"], "2025-11-25", "unknown versions get the newest");
+    assert_eq!(
+        a.result()["protocolVersion"],
+        "2025-11-25",
+        "unknown versions get the newest"
+    );
 
-    let a = send(legacy(&c, &url, &sid, json!({"jsonrpc":"2.0","method":"notifications/initialized"}))).await;
+    let a = send(legacy(
+        &c,
+        &url,
+        &sid,
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+    ))
+    .await;
     assert_eq!((a.status, a.text.as_str()), (202, ""));
-    let a = send(legacy(&c, &url, &sid, json!({"jsonrpc":"2.0","id":"r1","result":{}}))).await;
+    let a = send(legacy(
+        &c,
+        &url,
+        &sid,
+        json!({"jsonrpc":"2.0","id":"r1","result":{}}),
+    ))
+    .await;
     assert_eq!(a.status, 202, "client responses are accepted with 202");
-    let a = send(legacy(&c, &url, &sid, json!({"jsonrpc":"2.0","id":1,"method":"ping"}))).await;
+    let a = send(legacy(
+        &c,
+        &url,
+        &sid,
+        json!({"jsonrpc":"2.0","id":1,"method":"ping"}),
+    ))
+    .await;
     assert_eq!(a.result(), &json!({}));
-    let a = send(legacy(&c, &url, &sid, json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}))).await;
+    let a = send(legacy(
+        &c,
+        &url,
+        &sid,
+        json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}),
+    ))
+    .await;
     assert_eq!(a.result()["tools"].as_array().unwrap().len(), 13);
-    assert!(a.result().get("resultType").is_none(), "no 2026 fields in the 2025 era");
-    let a = send(legacy(&c, &url, &sid, json!({"jsonrpc":"2.0","id":3,"method":"no/such"}))).await;
+    assert!(
+        a.result().get("resultType").is_none(),
+        "no 2026 fields in the 2025 era"
+    );
+    let a = send(legacy(
+        &c,
+        &url,
+        &sid,
+        json!({"jsonrpc":"2.0","id":3,"method":"no/such"}),
+    ))
+    .await;
     assert_eq!((a.status, a.error_code()), (200, Some(-32601)));
     // tools/call without `arguments` is `{}`.
-    let a = send(legacy(&c, &url, &sid, json!({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"usp_services_list"}}))).await;
+    let a = send(legacy(
+        &c,
+        &url,
+        &sid,
+        json!({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"usp_services_list"}}),
+    ))
+    .await;
     assert_eq!(a.sc()["services"].as_array().unwrap().len(), 3);
 
     // Missing session: 400; unknown session: 404; bad version header: 400.
-    let a = send(c.post(&url).header("content-type", "application/json").body(json!({"jsonrpc":"2.0","id":5,"method":"tools/list"}).to_string())).await;
+    let a = send(
+        c.post(&url)
+            .header("content-type", "application/json")
+            .body(json!({"jsonrpc":"2.0","id":5,"method":"tools/list"}).to_string()),
+    )
+    .await;
     assert_eq!(a.status, 400);
-    let a = send(legacy(&c, &url, "no-such-session", json!({"jsonrpc":"2.0","id":6,"method":"tools/list"}))).await;
+    let a = send(legacy(
+        &c,
+        &url,
+        "no-such-session",
+        json!({"jsonrpc":"2.0","id":6,"method":"tools/list"}),
+    ))
+    .await;
     assert_eq!(a.status, 404);
     let a = send(
         c.post(&url)
@@ -197,24 +338,51 @@ async fn legacy_sessions_lifecycle() {
             .body(json!({"jsonrpc":"2.0","id":id,"method":"ping"}).to_string())
     };
     let a = send(only("text/event-stream", 8)).await;
-    assert!(a.headers["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+    assert!(
+        a.headers["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
     assert_eq!(a.body["id"], 8);
     // Accept that allows neither: 406.
     let a = send(only("text/html", 9)).await;
     assert_eq!(a.status, 406);
 
     // GET opens an SSE stream for the session.
-    let resp = c.get(&url).header("accept", "text/event-stream").header("mcp-session-id", &sid).send().await.unwrap();
+    let resp = c
+        .get(&url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &sid)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 200);
-    assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+    assert!(
+        resp.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
     drop(resp);
-    let a = send(c.get(&url).header("accept", "text/event-stream").header("mcp-session-id", "nope")).await;
+    let a = send(
+        c.get(&url)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", "nope"),
+    )
+    .await;
     assert_eq!(a.status, 404);
 
     // DELETE ends the session; afterwards it is 404.
     let a = send(c.delete(&url).header("mcp-session-id", &sid)).await;
     assert_eq!(a.status, 200);
-    let a = send(legacy(&c, &url, &sid, json!({"jsonrpc":"2.0","id":10,"method":"ping"}))).await;
+    let a = send(legacy(
+        &c,
+        &url,
+        &sid,
+        json!({"jsonrpc":"2.0","id":10,"method":"ping"}),
+    ))
+    .await;
     assert_eq!(a.status, 404);
     let a = send(c.delete(&url).header("mcp-session-id", &sid)).await;
     assert_eq!(a.status, 404);
@@ -224,15 +392,46 @@ async fn legacy_sessions_lifecycle() {
 #[tokio::test]
 async fn origin_and_host_are_validated() {
     let (d, c, url) = demo().await;
-    let ping = || json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}).to_string();
-    let a = send(c.post(&url).header("content-type", "application/json").header("host", "evil.example.com").body(ping())).await;
+    let ping = || {
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}).to_string()
+    };
+    let a = send(
+        c.post(&url)
+            .header("content-type", "application/json")
+            .header("host", "evil.example.com")
+            .body(ping()),
+    )
+    .await;
     assert_eq!(a.status, 403);
-    let a = send(c.post(&url).header("content-type", "application/json").header("origin", "http://evil.example.com").body(ping())).await;
+    let a = send(
+        c.post(&url)
+            .header("content-type", "application/json")
+            .header("origin", "http://evil.example.com")
+            .body(ping()),
+    )
+    .await;
     assert_eq!(a.status, 403);
-    let a = send(c.post(&url).header("content-type", "application/json").header("origin", "http://localhost:3000").body(ping())).await;
+    let a = send(
+        c.post(&url)
+            .header("content-type", "application/json")
+            .header("origin", "http://localhost:3000")
+            .body(ping()),
+    )
+    .await;
     assert_eq!(a.status, 200);
-    let port = url.trim_start_matches("http://127.0.0.1:").split('/').next().unwrap().to_string();
-    let a = send(c.post(&url).header("content-type", "application/json").header("host", format!("localhost:{port}")).body(ping())).await;
+    let port = url
+        .trim_start_matches("http://127.0.0.1:")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let a = send(
+        c.post(&url)
+            .header("content-type", "application/json")
+            .header("host", format!("localhost:{port}"))
+            .body(ping()),
+    )
+    .await;
     assert_eq!(a.status, 200);
     d.stop().await;
 }
@@ -240,24 +439,56 @@ async fn origin_and_host_are_validated() {
 #[tokio::test]
 async fn malformed_requests_get_protocol_errors_and_the_server_keeps_serving() {
     let (d, c, url) = demo().await;
-    let post = |body: String| c.post(&url).header("content-type", "application/json").header("accept", "application/json, text/event-stream").body(body);
+    let post = |body: String| {
+        c.post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body)
+    };
     let cases: Vec<(String, u16, i64)> = vec![
         ("{not json".into(), 400, -32700),
-        (r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#.into(), 400, -32600),
+        (
+            r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#.into(),
+            400,
+            -32600,
+        ),
         (r#"{"id":1,"method":"ping"}"#.into(), 400, -32600),
-        (r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#.into(), 400, -32600),
-        (r#"{"jsonrpc":"2.0","id":[1],"method":"ping"}"#.into(), 400, -32600),
+        (
+            r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#.into(),
+            400,
+            -32600,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":[1],"method":"ping"}"#.into(),
+            400,
+            -32600,
+        ),
         (r#"{"jsonrpc":"2.0","id":1}"#.into(), 400, -32600),
-        (format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"a":{}1{}}}}}"#, "[".repeat(200), "]".repeat(200)), 400, -32600),
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"a":{}1{}}}}}"#,
+                "[".repeat(200),
+                "]".repeat(200)
+            ),
+            400,
+            -32600,
+        ),
     ];
     for (body, status, code) in cases {
         let a = send(post(body.clone())).await;
-        assert_eq!((a.status, a.error_code()), (status, Some(code)), "{body:.60}");
+        assert_eq!(
+            (a.status, a.error_code()),
+            (status, Some(code)),
+            "{body:.60}"
+        );
     }
     let a = send(post(r#"{"jsonrpc":"2.0","id":42}"#.into())).await;
     assert_eq!(a.body["id"], 42, "the id is echoed when it can be read");
     // Oversized body: 413.
-    let big = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{}"}}}}"#, "x".repeat(2 << 20));
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{}"}}}}"#,
+        "x".repeat(2 << 20)
+    );
     let a = send(post(big)).await;
     assert_eq!(a.status, 413);
     // Wrong content type: 415.
@@ -268,7 +499,12 @@ async fn malformed_requests_get_protocol_errors_and_the_server_keeps_serving() {
     assert_eq!(a.status, 405);
     assert!(a.headers.get("allow").is_some());
     // Other paths: 404.
-    let a = send(c.post(url.replace("/mcp", "/other")).header("content-type", "application/json").body("{}")).await;
+    let a = send(
+        c.post(url.replace("/mcp", "/other"))
+            .header("content-type", "application/json")
+            .body("{}"),
+    )
+    .await;
     assert_eq!(a.status, 404);
     // Still serving.
     let a = call(&c, &url, "usp_services_list", json!({})).await;

@@ -7,7 +7,14 @@ use serde_json::{Value, json};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-async fn setup(binding: &str) -> (portico::app::Running, std::sync::Arc<Seen>, reqwest::Client, String) {
+async fn setup(
+    binding: &str,
+) -> (
+    portico::app::Running,
+    std::sync::Arc<Seen>,
+    reqwest::Client,
+    String,
+) {
     let (backend, seen) = test_backend().await;
     let dir = fixture_with_backend("gateway", &backend.to_string());
     let g = gateway(&[dir.join(format!("{binding}.yaml"))]).await;
@@ -16,7 +23,12 @@ async fn setup(binding: &str) -> (portico::app::Running, std::sync::Arc<Seen>, r
 }
 
 fn last_request(seen: &Seen) -> Value {
-    seen.requests.lock().unwrap().last().cloned().unwrap_or(Value::Null)
+    seen.requests
+        .lock()
+        .unwrap()
+        .last()
+        .cloned()
+        .unwrap_or(Value::Null)
 }
 
 #[tokio::test]
@@ -40,7 +52,11 @@ async fn path_arguments_stay_one_encoded_segment() {
         assert_eq!(a.error_code(), Some(-32600), "{id:?}: {}", a.text);
         assert_eq!(a.body["error"]["data"]["code"], "invalid_request");
     }
-    assert_eq!(seen.requests.lock().unwrap().len(), before, "refused arguments never reach the backend");
+    assert_eq!(
+        seen.requests.lock().unwrap().len(),
+        before,
+        "refused arguments never reach the backend"
+    );
     g.stop().await.unwrap();
 }
 
@@ -57,7 +73,10 @@ async fn usp_metadata_becomes_headers_and_never_reaches_the_body() {
     assert!(a.body.get("result").is_some(), "{}", a.text);
     let r = last_request(&seen);
     assert_eq!(r["method"], "POST");
-    assert_eq!(r["headers"]["usp-agent"], "profile=\"https://agent.example/p.json\"");
+    assert_eq!(
+        r["headers"]["usp-agent"],
+        "profile=\"https://agent.example/p.json\""
+    );
     assert_eq!(r["headers"]["idempotency-key"], "k-123");
     assert_eq!(r["headers"]["usp-correlation-id"], "corr-9");
     assert_eq!(r["headers"]["x-static"], "static-value");
@@ -79,16 +98,31 @@ async fn usp_metadata_becomes_headers_and_never_reaches_the_body() {
 async fn header_injection_is_refused() {
     let (g, seen, c, url) = setup("usp").await;
     for (meta, code, slug) in [
-        (json!({"usp": {"idempotency_key": "k\r\nX-Evil: 1"}}), -32600, "invalid_request"),
-        (json!({"usp": {"correlation_id": "c\nX-Evil: 1"}}), -32600, "invalid_request"),
+        (
+            json!({"usp": {"idempotency_key": "k\r\nX-Evil: 1"}}),
+            -32600,
+            "invalid_request",
+        ),
+        (
+            json!({"usp": {"correlation_id": "c\nX-Evil: 1"}}),
+            -32600,
+            "invalid_request",
+        ),
         // USP: a malformed profile URI is `invalid_profile_url` (-32602).
-        (json!({"usp": {"profile": "https://a.example/\r\nX-Evil: 1"}}), -32602, "invalid_profile_url"),
+        (
+            json!({"usp": {"profile": "https://a.example/\r\nX-Evil: 1"}}),
+            -32602,
+            "invalid_profile_url",
+        ),
     ] {
         let a = call(&c, &url, "echo_post", json!({"name": "x", "_meta": meta})).await;
         assert_eq!(a.error_code(), Some(code), "{}", a.text);
         assert_eq!(a.body["error"]["data"]["code"], slug);
     }
-    assert!(seen.requests.lock().unwrap().is_empty(), "nothing reached the backend");
+    assert!(
+        seen.requests.lock().unwrap().is_empty(),
+        "nothing reached the backend"
+    );
     g.stop().await.unwrap();
 }
 
@@ -101,11 +135,23 @@ async fn arguments_are_validated_before_any_backend_call() {
     assert!(content.contains("name"), "{content}");
     let a = call(&c, &url, "echo_post", json!({"name": 5})).await;
     assert_eq!(a.error_code(), Some(-32600));
-    let a = send(modern(&c, &url, 1, "tools/call", json!({"name": "echo_post", "arguments": [1, 2]}))).await;
+    let a = send(modern(
+        &c,
+        &url,
+        1,
+        "tools/call",
+        json!({"name": "echo_post", "arguments": [1, 2]}),
+    ))
+    .await;
     assert_eq!(a.error_code(), Some(-32600));
     let a = call(&c, &url, "no_such_tool", json!({})).await;
     assert_eq!(a.error_code(), Some(-32602));
-    assert!(a.body["error"]["message"].as_str().unwrap().contains("no_such_tool"));
+    assert!(
+        a.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no_such_tool")
+    );
     assert!(seen.requests.lock().unwrap().is_empty());
     g.stop().await.unwrap();
 
@@ -113,19 +159,35 @@ async fn arguments_are_validated_before_any_backend_call() {
     let (g, _, c, url) = setup("plain").await;
     let a = call(&c, &url, "echo_post", json!({"count": 1})).await;
     assert_eq!(a.result()["isError"], true, "{}", a.text);
-    assert!(a.result()["content"][0]["text"].as_str().unwrap().contains("name"));
+    assert!(
+        a.result()["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("name")
+    );
     g.stop().await.unwrap();
 }
 
 #[tokio::test]
 async fn backend_statuses_follow_the_binding_tables() {
     let (g, _, c, url) = setup("usp").await;
-    let expect = [(500, -32603, "server_error"), (503, -32009, "service_unavailable"), (401, -32006, "authentication_required"), (403, -32005, "profile_not_trusted"), (412, -32002, "revision_mismatch"), (429, -32007, "rate_limited"), (400, -32600, "invalid_request")];
+    let expect = [
+        (500, -32603, "server_error"),
+        (503, -32009, "service_unavailable"),
+        (401, -32006, "authentication_required"),
+        (403, -32005, "profile_not_trusted"),
+        (412, -32002, "revision_mismatch"),
+        (429, -32007, "rate_limited"),
+        (400, -32600, "invalid_request"),
+    ];
     for (status, code, slug) in expect {
         let a = call(&c, &url, "status", json!({"code": status})).await;
         assert_eq!(a.error_code(), Some(code), "{status}: {}", a.text);
         assert_eq!(a.body["error"]["data"]["code"], slug);
-        assert_eq!(a.body["error"]["data"]["content"], format!("backend said {status}"));
+        assert_eq!(
+            a.body["error"]["data"]["content"],
+            format!("backend said {status}")
+        );
     }
     let a = call(&c, &url, "status", json!({"code": 503})).await;
     assert_eq!(a.body["error"]["data"]["retry_after"], 7);
@@ -143,7 +205,12 @@ async fn backend_statuses_follow_the_binding_tables() {
     let (g, _, c, url) = setup("plain").await;
     let a = call(&c, &url, "status", json!({"code": 502})).await;
     assert_eq!(a.result()["isError"], true);
-    assert!(a.result()["content"][0]["text"].as_str().unwrap().contains("502"));
+    assert!(
+        a.result()["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("502")
+    );
     g.stop().await.unwrap();
 }
 
@@ -152,20 +219,38 @@ async fn non_json_timeouts_refusals_and_bad_mappings() {
     let (g, _, c, url) = setup("usp").await;
     let a = call(&c, &url, "text", json!({})).await;
     assert_eq!(a.error_code(), Some(-32603), "{}", a.text);
-    assert!(a.body["error"]["data"]["content"].as_str().unwrap().contains("not JSON"));
+    assert!(
+        a.body["error"]["data"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("not JSON")
+    );
     let a = call(&c, &url, "slow", json!({"ms": 3000})).await;
     assert_eq!(a.error_code(), Some(-32009), "{}", a.text);
-    assert!(a.body["error"]["data"]["content"].as_str().unwrap().contains("400 ms"));
+    assert!(
+        a.body["error"]["data"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("400 ms")
+    );
     let a = call(&c, &url, "shape", json!({})).await;
     assert_eq!(a.error_code(), Some(-32603), "{}", a.text);
-    assert!(a.body["error"]["data"]["content"].as_str().unwrap().contains("output schema"));
+    assert!(
+        a.body["error"]["data"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("output schema")
+    );
     // Still serving after all of it.
     let a = call(&c, &url, "echo_get", json!({"id": "ok"})).await;
     assert_eq!(a.sc()["path"], "/t/echo/items/ok");
     g.stop().await.unwrap();
 
     // A backend that refuses connections.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
     let dir = fixture_with_backend("gateway", &closed.to_string());
     let g = gateway(&[dir.join("usp.yaml")]).await;
     let a = call(&c, &g.mcp_url(), "echo_get", json!({"id": "x"})).await;
@@ -180,9 +265,20 @@ async fn non_json_timeouts_refusals_and_bad_mappings() {
 #[tokio::test]
 async fn a_closed_stream_cancels_the_backend_call() {
     let (g, seen, _, url) = setup("usp").await;
-    let impatient = reqwest::Client::builder().timeout(Duration::from_millis(150)).build().unwrap();
+    let impatient = reqwest::Client::builder()
+        .timeout(Duration::from_millis(150))
+        .build()
+        .unwrap();
     // The backend would answer after 350 ms, inside portico's 400 ms timeout.
-    let err = modern(&impatient, &url, 1, "tools/call", json!({"name": "slow", "arguments": {"ms": 350}})).send().await;
+    let err = modern(
+        &impatient,
+        &url,
+        1,
+        "tools/call",
+        json!({"name": "slow", "arguments": {"ms": 350}}),
+    )
+    .send()
+    .await;
     assert!(err.is_err(), "the client gave up first");
     let mut abandoned = 0;
     for _ in 0..40 {
@@ -194,6 +290,10 @@ async fn a_closed_stream_cancels_the_backend_call() {
     }
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert_eq!(abandoned, 1, "the backend request was dropped");
-    assert_eq!(seen.completed.load(Ordering::SeqCst), 0, "and never completed");
+    assert_eq!(
+        seen.completed.load(Ordering::SeqCst),
+        0,
+        "and never completed"
+    );
     g.stop().await.unwrap();
 }

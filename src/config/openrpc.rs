@@ -56,7 +56,12 @@ impl Document {
                     .find(&anchor)
                     .or_else(|| self.text.find(&format!("\"name\":\"{name}\"")))?;
                 let line0 = self.text[..start].matches('\n').count();
-                let rel = locate_json(&self.text[start..], pointer_tail).unwrap_or(1);
+                // Pointers into this method are searched from its name onwards.
+                let tail = match pointer_tail.strip_prefix("/methods/") {
+                    Some(rest) => rest.find('/').map(|i| &rest[i..]).unwrap_or(""),
+                    None => pointer_tail,
+                };
+                let rel = locate_json(&self.text[start..], tail).unwrap_or(1);
                 Some(line0 + rel)
             }
             None => locate_json(&self.text, pointer_tail),

@@ -47,7 +47,12 @@ async fn handle(seen: Arc<Seen>, req: Request<Incoming>) -> Response<Full<Bytes>
         .iter()
         .map(|(k, v)| (k.to_string(), json!(v.to_str().unwrap_or("<bin>"))))
         .collect();
-    let body = req.into_body().collect().await.map(|c| c.to_bytes()).unwrap_or_default();
+    let body = req
+        .into_body()
+        .collect()
+        .await
+        .map(|c| c.to_bytes())
+        .unwrap_or_default();
     let body_json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let record = json!({"method": method, "path": path, "query": query, "headers": headers, "body": body_json});
     seen.requests.lock().unwrap().push(record.clone());
@@ -58,8 +63,16 @@ async fn handle(seen: Arc<Seen>, req: Request<Incoming>) -> Response<Full<Bytes>
     if let Some(code) = rest.strip_prefix("/status/") {
         let code: u16 = code.parse().unwrap_or(500);
         let mut r = match code {
-            418 => respond(code, "application/problem+json", r#"{"type":"https://example.test/teapot","title":"I am a teapot","status":418,"detail":"short and stout"}"#),
-            _ => respond(code, "application/json", format!(r#"{{"detail":"backend said {code}"}}"#)),
+            418 => respond(
+                code,
+                "application/problem+json",
+                r#"{"type":"https://example.test/teapot","title":"I am a teapot","status":418,"detail":"short and stout"}"#,
+            ),
+            _ => respond(
+                code,
+                "application/json",
+                format!(r#"{{"detail":"backend said {code}"}}"#),
+            ),
         };
         if code == 503 || code == 429 {
             r.headers_mut().insert("retry-after", "7".parse().unwrap());
@@ -88,16 +101,20 @@ pub async fn test_backend() -> (SocketAddr, Arc<Seen>) {
     let s = seen.clone();
     tokio::spawn(async move {
         loop {
-            let Ok((stream, _)) = listener.accept().await else { continue };
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
             let s = s.clone();
             tokio::spawn(async move {
                 let svc = hyper::service::service_fn(move |req| {
                     let s = s.clone();
                     async move { Ok::<_, std::convert::Infallible>(handle(s, req).await) }
                 });
-                let _ = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
-                    .await;
+                let _ = hyper_util::server::conn::auto::Builder::new(
+                    hyper_util::rt::TokioExecutor::new(),
+                )
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                .await;
             });
         }
     });
@@ -111,11 +128,17 @@ pub fn fixtures() -> PathBuf {
 /// Copies a fixture folder to a temp dir with the backend address filled in.
 pub fn fixture_with_backend(folder: &str, backend: &str) -> PathBuf {
     let src = fixtures().join(folder);
-    let dst = std::env::temp_dir().join(format!("portico-it-{}-{}", folder, uuid::Uuid::new_v4().simple()));
+    let dst = std::env::temp_dir().join(format!(
+        "portico-it-{}-{}",
+        folder,
+        uuid::Uuid::new_v4().simple()
+    ));
     std::fs::create_dir_all(&dst).unwrap();
     for e in std::fs::read_dir(&src).unwrap() {
         let p = e.unwrap().path();
-        let text = std::fs::read_to_string(&p).unwrap().replace("127.0.0.1:9101", backend);
+        let text = std::fs::read_to_string(&p)
+            .unwrap()
+            .replace("127.0.0.1:9101", backend);
         std::fs::write(dst.join(p.file_name().unwrap()), text).unwrap();
     }
     dst
@@ -126,13 +149,27 @@ pub async fn gateway(files: &[PathBuf]) -> portico::app::Running {
     gateway_with(files, portico::mcp::handler::ServerInfo::default()).await
 }
 
-pub async fn gateway_with(files: &[PathBuf], info: portico::mcp::handler::ServerInfo) -> portico::app::Running {
+pub async fn gateway_with(
+    files: &[PathBuf],
+    info: portico::mcp::handler::ServerInfo,
+) -> portico::app::Running {
     let g = portico::config::load(files).unwrap_or_else(|ds| {
-        panic!("{}", ds.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))
+        panic!(
+            "{}",
+            ds.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n")
+        )
     });
-    portico::app::start(g, "127.0.0.1:0".parse().unwrap(), portico::mcp::http::HttpOptions::default(), info)
-        .await
-        .unwrap()
+    portico::app::start(
+        g,
+        "127.0.0.1:0".parse().unwrap(),
+        portico::mcp::http::HttpOptions::default(),
+        info,
+    )
+    .await
+    .unwrap()
 }
 
 pub const MODERN: &str = "2026-07-28";
@@ -162,7 +199,11 @@ pub async fn send(req: reqwest::RequestBuilder) -> Answer {
     let status = resp.status().as_u16();
     let headers = resp.headers().clone();
     let text = resp.text().await.unwrap_or_default();
-    let body = if headers.get("content-type").and_then(|v| v.to_str().ok()).is_some_and(|c| c.starts_with("text/event-stream")) {
+    let body = if headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|c| c.starts_with("text/event-stream"))
+    {
         text.lines()
             .filter_map(|l| l.strip_prefix("data:"))
             .filter_map(|d| serde_json::from_str(d.trim()).ok())
@@ -171,11 +212,22 @@ pub async fn send(req: reqwest::RequestBuilder) -> Answer {
     } else {
         serde_json::from_str(&text).unwrap_or(Value::Null)
     };
-    Answer { status, headers, body, text }
+    Answer {
+        status,
+        headers,
+        body,
+        text,
+    }
 }
 
 /// A 2026-07-28 request with every required header and `_meta`.
-pub fn modern(client: &reqwest::Client, url: &str, id: i64, method: &str, mut params: Value) -> reqwest::RequestBuilder {
+pub fn modern(
+    client: &reqwest::Client,
+    url: &str,
+    id: i64,
+    method: &str,
+    mut params: Value,
+) -> reqwest::RequestBuilder {
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": MODERN,
         "io.modelcontextprotocol/clientCapabilities": {},
@@ -187,7 +239,11 @@ pub fn modern(client: &reqwest::Client, url: &str, id: i64, method: &str, mut pa
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", MODERN)
         .header("mcp-method", method);
-    if let Some(name) = params.get("name").or_else(|| params.get("uri")).and_then(Value::as_str) {
+    if let Some(name) = params
+        .get("name")
+        .or_else(|| params.get("uri"))
+        .and_then(Value::as_str)
+    {
         rb = rb.header("mcp-name", name);
     }
     rb.body(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string())
@@ -195,7 +251,14 @@ pub fn modern(client: &reqwest::Client, url: &str, id: i64, method: &str, mut pa
 
 /// `tools/call` at 2026-07-28.
 pub async fn call(client: &reqwest::Client, url: &str, name: &str, args: Value) -> Answer {
-    send(modern(client, url, 1, "tools/call", json!({"name": name, "arguments": args}))).await
+    send(modern(
+        client,
+        url,
+        1,
+        "tools/call",
+        json!({"name": name, "arguments": args}),
+    ))
+    .await
 }
 
 /// Opens a 2025 session: returns its id.
@@ -208,12 +271,21 @@ pub async fn initialize(client: &reqwest::Client, url: &str, version: &str) -> (
             .body(json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":version,"capabilities":{},"clientInfo":{"name":"it","version":"1"}}}).to_string()),
     )
     .await;
-    let sid = a.headers.get("mcp-session-id").map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
+    let sid = a
+        .headers
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
     (sid, a)
 }
 
 /// A 2025-era request inside a session.
-pub fn legacy(client: &reqwest::Client, url: &str, sid: &str, body: Value) -> reqwest::RequestBuilder {
+pub fn legacy(
+    client: &reqwest::Client,
+    url: &str,
+    sid: &str,
+    body: Value,
+) -> reqwest::RequestBuilder {
     client
         .post(url)
         .header("content-type", "application/json")

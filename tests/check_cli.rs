@@ -1,0 +1,197 @@
+//! `portico check`: every mistake names the file, the line (or JSON pointer) and a fix.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn workdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("portico-check-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let openrpc = Path::new(env!("CARGO_MANIFEST_DIR")).join("openrpc/usp.openrpc.json");
+    std::fs::copy(openrpc, d.join("usp.openrpc.json")).unwrap();
+    d
+}
+
+fn check(paths: &[&Path]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_portico"))
+        .arg("check")
+        .args(paths)
+        .output()
+        .expect("runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code().unwrap_or(-1), text)
+}
+
+const HEAD: &str = "business: spa\nbinding: usp\nopenrpc: usp.openrpc.json\nbackend:\n  url: http://127.0.0.1:1/api\n";
+
+fn mapping(dir: &Path, body: &str) -> PathBuf {
+    let p = dir.join("m.yaml");
+    std::fs::write(&p, format!("{HEAD}{body}")).unwrap();
+    p
+}
+
+#[test]
+fn the_shipped_configuration_checks_clean() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (code, text) = check(&[
+        &root.join("mappings"),
+        &root.join("openrpc/usp.openrpc.json"),
+        &root.join("openrpc/ucp-lodging.openrpc.json"),
+        &root.join("openrpc/ucp-ask.openrpc.json"),
+    ]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.starts_with("ok: 6 file(s), 26 tool(s)"), "{text}");
+}
+
+#[test]
+fn each_mistake_points_at_file_line_and_fix() {
+    let d = workdir("mistakes");
+    // (mapping body after HEAD, expected line, expected fragments)
+    let cases: &[(&str, usize, &[&str])] = &[
+        (
+            "tools:\n  usp_booking_create:\n    http: POST /b\n",
+            7,
+            &[
+                "tool `usp_booking_create` is not a method",
+                "did you mean `usp_bookings_create`",
+            ],
+        ),
+        (
+            "tools:\n  usp_bookings_get:\n    http: FETCH /b/{booking_id}\n",
+            8,
+            &["unknown HTTP method `FETCH`", "GET, POST"],
+        ),
+        (
+            "tools:\n  usp_bookings_get:\n    http: GET /b/{bookingid}\n",
+            8,
+            &["placeholder `{bookingid}` is not a param", "booking_id"],
+        ),
+        (
+            "tools:\n  usp_bookings_get:\n    http: GET /b/{booking_id}\n    result: '{ a: .b '\n",
+            9,
+            &["result:", "jq syntax"],
+        ),
+        (
+            "tools:\n  usp_bookings_get:\n    http: GET /b/{booking_id}\n    result: '.a | nosuch'\n",
+            9,
+            &["undefined filter `nosuch`"],
+        ),
+        (
+            "tools:\n  usp_bookings_get:\n    http: GET /b/{booking_id}\n    outcomes:\n      404: { error: nope }\n",
+            10,
+            &[
+                "`nope` is not an error code of the usp binding",
+                "revision_mismatch",
+            ],
+        ),
+        (
+            "tools:\n  usp_bookings_get:\n    http: GET /b/{booking_id}\n    outcomes:\n      99x: { error: invalid_request }\n",
+            10,
+            &["`99x` is not an HTTP status"],
+        ),
+        (
+            "tools:\n  usp_bookings_get:\n    htp: GET /b/{booking_id}\n",
+            8,
+            &["htp"],
+        ),
+        (
+            "tools:\n  usp_bookings_get:\n    http: GET /b/{booking_id}\n    summary: '{{ booking.id '\n",
+            9,
+            &["summary template"],
+        ),
+    ];
+    for (body, line, fragments) in cases {
+        let p = mapping(&d, body);
+        let (code, text) = check(&[&p]);
+        assert_eq!(code, 1, "{body}\n{text}");
+        let at = format!("{}:{line}", p.display());
+        assert!(
+            text.contains(&at),
+            "expected `{at}` in:\n{text}\nfor:\n{body}"
+        );
+        for f in *fragments {
+            assert!(text.contains(f), "expected `{f}` in:\n{text}");
+        }
+    }
+}
+
+#[test]
+fn backend_and_file_mistakes() {
+    let d = workdir("backend");
+    let p = d.join("m.yaml");
+    std::fs::write(&p, "business: spa\nbinding: usp\nopenrpc: missing.json\nbackend:\n  url: http://127.0.0.1:1\ntools: {}\n").unwrap();
+    let (code, text) = check(&[&p]);
+    assert_eq!(code, 1);
+    assert!(
+        text.contains(&format!("{}:3", p.display())) && text.contains("not found"),
+        "{text}"
+    );
+
+    std::fs::write(&p, "business: spa\nbinding: soap\nopenrpc: usp.openrpc.json\nbackend:\n  url: http://127.0.0.1:1\ntools: {}\n").unwrap();
+    let (_, text) = check(&[&p]);
+    assert!(
+        text.contains(&format!("{}:2", p.display()))
+            && text.contains("use one of: usp, ucp, plain"),
+        "{text}"
+    );
+
+    std::fs::write(&p, "business: spa\nbinding: usp\nopenrpc: usp.openrpc.json\nbackend:\n  url: ftp://x\n  timeout: soon\n  headers:\n    X-Key: \"${PORTICO_CHECK_UNSET_VAR}\"\ntools: {}\n").unwrap();
+    let (_, text) = check(&[&p]);
+    assert!(
+        text.contains(&format!("{}:5", p.display())) && text.contains("not an http(s) URL"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("{}:6", p.display())) && text.contains("`soon` is not a duration"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("{}:8", p.display())) && text.contains("PORTICO_CHECK_UNSET_VAR"),
+        "{text}"
+    );
+
+    std::fs::write(
+        &p,
+        "business: spa\nbinding: usp\nopenrpc: usp.openrpc.json\nbackend: [oops\n",
+    )
+    .unwrap();
+    let (code, text) = check(&[&p]);
+    assert_eq!(code, 1);
+    assert!(text.contains(&format!("{}:", p.display())), "{text}");
+}
+
+#[test]
+fn openrpc_reference_errors_name_document_and_pointer() {
+    let d = workdir("refs");
+    let doc = d.join("bad.openrpc.json");
+    std::fs::write(
+        &doc,
+        r##"{
+  "openrpc": "1.3.2",
+  "info": { "title": "t", "version": "1" },
+  "methods": [
+    {
+      "name": "m1",
+      "params": [
+        { "name": "a", "schema": { "$ref": "#/components/schemas/Missing" } }
+      ],
+      "result": { "name": "r", "schema": { "$ref": "nowhere.json#/X" } }
+    }
+  ]
+}"##,
+    )
+    .unwrap();
+    let (code, text) = check(&[&doc]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("/methods/0/params/0/schema/$ref"), "{text}");
+    assert!(text.contains("/methods/0/result/schema/$ref"), "{text}");
+    assert!(text.contains(&format!("{}:8", doc.display())), "{text}");
+    std::fs::write(&doc, "{ \"openrpc\": 3 ").unwrap();
+    let (code, text) = check(&[&doc]);
+    assert_eq!(code, 1);
+    assert!(text.contains("line 1"), "{text}");
+}
