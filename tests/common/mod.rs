@@ -205,9 +205,9 @@ pub async fn send(req: reqwest::RequestBuilder) -> Answer {
         .is_some_and(|c| c.starts_with("text/event-stream"))
     {
         text.lines()
+            .rev()
             .filter_map(|l| l.strip_prefix("data:"))
-            .filter_map(|d| serde_json::from_str(d.trim()).ok())
-            .last()
+            .find_map(|d| serde_json::from_str(d.trim()).ok())
             .unwrap_or(Value::Null)
     } else {
         serde_json::from_str(&text).unwrap_or(Value::Null)
