@@ -62,47 +62,65 @@ pub async fn call_tool(gateway: &Gateway, name: &str, arguments: Option<Value>) 
 }
 
 async fn run(tool: &Tool, args: Value) -> Reply {
+    let call = match prepare(tool, args) {
+        Ok(c) => c,
+        Err(reply) => return reply,
+    };
+    match request::build(tool, &call) {
+        Err(f) => reply_for(tool, &call, Outcome::Failure(f)),
+        Ok(req) => match rest::send(&tool.business.backend, req, tool.timeout).await {
+            Err(f) => reply_for(tool, &call, Outcome::Failure(f)),
+            Ok(resp) => translate_response(tool, &call, resp),
+        },
+    }
+}
+
+/// The pure first half: validates the arguments against `inputSchema`, extracts the binding's
+/// metadata and checks the idempotency requirement. No I/O; benchmarked on its own.
+pub fn prepare(tool: &Tool, args: Value) -> Result<Call, Reply> {
     let binding = &tool.business.binding;
     let ctx = ToolCtx {
         capability: tool.capability.as_deref(),
         ..ToolCtx::default()
     };
     if !args.is_object() {
-        return binding.render_failure(
+        return Err(binding.render_failure(
             binding.invalid_arguments("`arguments` must be an object".into()),
             &ctx,
-        );
+        ));
     }
     if let Some(detail) = violations(tool, &args) {
-        return binding.render_failure(binding.invalid_arguments(detail), &ctx);
+        return Err(binding.render_failure(binding.invalid_arguments(detail), &ctx));
     }
     let mut args = args;
-    let meta = match binding.extract(&mut args) {
-        Ok(m) => m,
-        Err(f) => return binding.render_failure(f, &ctx),
-    };
+    let meta = binding
+        .extract(&mut args)
+        .map_err(|f| binding.render_failure(f, &ctx))?;
     if tool.idempotency_required && meta.idempotency_key.is_none() {
         let f = binding.invalid_arguments(format!("`{}` requires an idempotency key", tool.name));
-        return binding.render_failure(f, &ctx);
+        return Err(binding.render_failure(f, &ctx));
     }
-    let call = Call {
+    Ok(Call {
         tool: tool.name.clone(),
         args,
         meta,
-    };
-    let outcome = match request::build(tool, &call) {
-        Err(f) => Outcome::Failure(f),
-        Ok(req) => match rest::send(&tool.business.backend, req, tool.timeout).await {
-            Err(f) => Outcome::Failure(f),
-            Ok(resp) => response::outcome(tool, &call, resp),
-        },
-    };
+    })
+}
+
+/// The pure half of the return path: backend answer -> outcome -> protocol reply (envelope,
+/// output-schema check, summary). No I/O; benchmarked on its own.
+pub fn translate_response(tool: &Tool, call: &Call, resp: response::RestResponse) -> Reply {
+    reply_for(tool, call, response::outcome(tool, call, resp))
+}
+
+fn reply_for(tool: &Tool, call: &Call, outcome: Outcome) -> Reply {
     let ctx = ToolCtx {
+        capability: tool.capability.as_deref(),
         correlation_id: call.meta.correlation_id.as_deref(),
-        ..ctx
+        ..ToolCtx::default()
     };
-    let reply = binding.render(outcome, &ctx);
-    finish(tool, &call, reply)
+    let reply = tool.business.binding.render(outcome, &ctx);
+    finish(tool, call, reply)
 }
 
 /// Validates structuredContent against the output schema and applies the summary template.
@@ -118,17 +136,32 @@ fn finish(tool: &Tool, call: &Call, reply: Reply) -> Reply {
     ) && let Some(err) = v.iter_errors(sc).next()
     {
         let path = err.instance_path().to_string();
-        tracing::error!(tool = %tool.name, error = %err, at = %path, "structuredContent does not match outputSchema");
+        let path = if path.is_empty() {
+            "/".to_string()
+        } else {
+            path
+        };
+        let rule = err.schema_path().to_string();
+        // Neither the log nor the answer carries the instance: it may hold personal data.
+        tracing::error!(tool = %tool.name, at = %path, schema = %rule, "structuredContent does not match outputSchema");
         let binding = &tool.business.binding;
         let f = Failure::new(
             FailureKind::Internal,
             format!(
-                "the backend answer, as mapped, does not fit the tool's output schema at `{path}`: {err}"
+                "the backend answer, as mapped, does not fit the tool's output schema (at `{path}`, schema rule `{rule}`)"
             ),
         );
         return binding.render_failure(f, &ToolCtx::default());
     }
-    if let (Some(env), false) = (&tool.summary, is_error) {
+    // Summaries describe successes; business outcomes keep the binding's own error text.
+    let business_error = result
+        .pointer("/structuredContent/messages")
+        .and_then(Value::as_array)
+        .is_some_and(|m| {
+            m.iter()
+                .any(|m| m.get("type").and_then(Value::as_str) == Some("error"))
+        });
+    if let (Some(env), false, false) = (&tool.summary, is_error, business_error) {
         let sc = result
             .get("structuredContent")
             .cloned()

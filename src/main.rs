@@ -45,6 +45,12 @@ enum Command {
         #[arg(long, default_value_t = 9100)]
         port: u16,
     },
+    /// Run only the demo's legacy booking API (for `portico serve mappings/` and benchmarks).
+    DemoBackend {
+        /// Port of the legacy API (the demo mappings expect 9101).
+        #[arg(long, default_value_t = 9101)]
+        port: u16,
+    },
     /// Load and compile mapping files and OpenRPC documents; report every problem.
     Check {
         #[arg(required = true)]
@@ -155,6 +161,26 @@ async fn main() -> ExitCode {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("server error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::DemoBackend { port } => {
+            init_logging();
+            let addr = SocketAddr::from(([127, 0, 0, 1], port));
+            match portico::demo::backend::spawn(addr).await {
+                Ok((bound, task)) => {
+                    println!("backend: http://{bound}");
+                    tokio::select! {
+                        _ = wait_for_signal() => ExitCode::SUCCESS,
+                        r = task => {
+                            eprintln!("backend stopped: {r:?}");
+                            ExitCode::FAILURE
+                        }
+                    }
+                }
+                Err(e) => {
+                    eprintln!("cannot listen on {addr}: {e}");
                     ExitCode::FAILURE
                 }
             }

@@ -167,6 +167,18 @@ fn header(
     Ok((HeaderName::from_static(name), v))
 }
 
+/// Profile URIs are fetchable documents: https, or http on loopback for development.
+fn profile_url_ok(p: &str) -> bool {
+    match url::Url::parse(p) {
+        Ok(u) => match u.scheme() {
+            "https" => u.host_str().is_some(),
+            "http" => matches!(u.host_str(), Some("localhost" | "127.0.0.1" | "[::1]")),
+            _ => false,
+        },
+        Err(_) => false,
+    }
+}
+
 /// RFC 8941 sf-string: printable ASCII, with `"` and `\` escaped.
 fn sf_string(s: &str) -> Option<String> {
     if !s.bytes().all(|b| (0x20..=0x7e).contains(&b)) {
@@ -252,6 +264,15 @@ impl Binding {
                 }
             }
             Kind::Plain => {}
+        }
+        if let Some(p) = &meta.profile
+            && !profile_url_ok(p)
+        {
+            return Err(Failure::new(
+                FailureKind::InvalidRequest,
+                "the profile must be an absolute https URL (http only for localhost)",
+            )
+            .with_code("invalid_profile_url"));
         }
         Ok(meta)
     }
@@ -656,6 +677,22 @@ mod tests {
             usp().headers(&meta).unwrap_err().code.as_deref(),
             Some("invalid_profile_url")
         );
+    }
+
+    #[test]
+    fn profiles_must_be_https_urls() {
+        for bad in [
+            "not a url",
+            "ftp://x/p.json",
+            "http://agent.example/p.json",
+            "https://",
+        ] {
+            let mut args = json!({"_meta": {"usp": {"profile": bad}}});
+            let err = usp().extract(&mut args).unwrap_err();
+            assert_eq!(err.code.as_deref(), Some("invalid_profile_url"), "{bad}");
+        }
+        let mut args = json!({"_meta": {"usp": {"profile": "http://localhost:8080/p.json"}}});
+        assert!(usp().extract(&mut args).is_ok());
     }
 
     #[test]

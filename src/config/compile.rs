@@ -61,6 +61,7 @@ pub struct OutcomeRule {
     pub rule: Rule,
     pub content: Option<String>,
     pub content_from: Option<Transform>,
+    pub code_from: Option<Transform>,
     pub severity: String,
 }
 
@@ -117,6 +118,7 @@ impl Tool {
                 rule: self.business.binding.default_rule(status),
                 content: None,
                 content_from: None,
+                code_from: None,
                 severity: "recoverable".into(),
             })
     }
@@ -262,29 +264,50 @@ fn report_unresolved(
     diags: &mut Vec<Diagnostic>,
 ) {
     for u in unresolved {
+        // The `$ref` may sit in the OpenRPC document itself or in a schema file it pulls in.
         let in_doc = u.document == doc.uri.as_str();
-        let line = if in_doc {
-            doc.line_of(Some(method), &u.pointer)
+        let (file, line) = if in_doc {
+            (doc.path.clone(), doc.line_of(Some(method), &u.pointer))
         } else {
-            None
+            let file = url::Url::parse(&u.document)
+                .ok()
+                .filter(|x| x.scheme() == "file")
+                .and_then(|x| x.to_file_path().ok());
+            match file {
+                Some(f) => {
+                    let line = std::fs::read_to_string(&f)
+                        .ok()
+                        .and_then(|t| super::diag::locate_json(&t, &u.pointer));
+                    (f, line)
+                }
+                None => (doc.path.clone(), None),
+            }
         };
         let msg = format!(
             "unresolvable `$ref: {}` (in {} at {}): {}",
             u.reference, u.document, u.pointer, u.reason
         );
         let d = if policy_error {
-            Diagnostic::error(&doc.path, msg)
+            Diagnostic::error(&file, msg)
         } else {
-            Diagnostic::warning(&doc.path, format!("{msg}; replaced by an open schema"))
+            Diagnostic::warning(&file, format!("{msg}; replaced by an open schema"))
         };
-        diags.push(
-            d.line(line)
-                .at(u.pointer)
-                .hint(format!(
-                    "map the id to a local file with `schema_ids` in {}, fix the reference, or set `unresolved_refs: warn`",
-                    mapping.display()
-                )),
-        );
+        let hint = if policy_error {
+            format!(
+                "map the id to a local file with `schema_ids` in {}, fix the reference, or set `unresolved_refs: warn`",
+                mapping.display()
+            )
+        } else {
+            format!(
+                "map the id to a local file with `schema_ids` in {}, or fix the reference",
+                mapping.display()
+            )
+        };
+        let d = d.line(line).at(u.pointer).hint(hint);
+        // The same reference is reached from many tools: report it once.
+        if !diags.contains(&d) {
+            diags.push(d);
+        }
     }
 }
 
@@ -309,11 +332,15 @@ fn compile_file(
         Err(e) => {
             let line = e.location().map(|l| l.line() as usize);
             let msg = e.to_string();
-            let first = msg
-                .lines()
-                .next()
-                .unwrap_or("invalid mapping file")
-                .to_string();
+            let mut first = msg.lines().next().unwrap_or("invalid mapping file").trim();
+            // serde-saphyr prefixes `error: line L column C: `; the diagnostic says both already.
+            first = first.strip_prefix("error:").unwrap_or(first).trim();
+            if let Some(rest) = first.strip_prefix("line ")
+                && let Some((_, tail)) = rest.split_once(": ")
+            {
+                first = tail;
+            }
+            let first = first.to_string();
             diags.push(
                 Diagnostic::error(file, first)
                     .line(line)
@@ -372,6 +399,7 @@ fn compile_file(
     if !docs.contains_key(&canonical) {
         match openrpc::load(&doc_path, sources) {
             Ok(d) => {
+                diags.extend(d.warnings.iter().cloned());
                 docs.insert(canonical.clone(), d);
             }
             Err(ds) => {
@@ -415,8 +443,15 @@ fn compile_file(
                 .hint("jq definitions look like `def money: {amount: .cents, currency: .ccy};`"),
         );
     }
-    let business_outcomes =
-        compile_outcomes(file, &text, &["outcomes"], &spec.outcomes, &binding, diags);
+    let business_outcomes = compile_outcomes(
+        file,
+        &text,
+        &["outcomes"],
+        &spec.outcomes,
+        &binding,
+        spec.definitions.as_deref(),
+        diags,
+    );
     let backend = backend?;
     let business = Arc::new(Business {
         name: spec.business.clone(),
@@ -607,6 +642,7 @@ fn compile_outcomes(
     prefix: &[&str],
     specs: &IndexMap<String, OutcomeSpec>,
     binding: &Binding,
+    defs: Option<&str>,
     diags: &mut Vec<Diagnostic>,
 ) -> HashMap<StatusKey, OutcomeRule> {
     let mut out = HashMap::new();
@@ -676,19 +712,33 @@ fn compile_outcomes(
         } else {
             Rule::Success
         };
-        let content_from = match &spec.content_from {
-            Some(src) => match Transform::compile(src) {
-                Ok(t) => Some(t),
+        if spec.code_from.is_some() && spec.business.is_none() {
+            diags.push(
+                Diagnostic::error(file, "`code_from` only applies to `business` outcomes")
+                    .line(line)
+                    .at(format!("{at}.code_from")),
+            );
+            continue;
+        }
+        let mut jq = |field: &str, src: &Option<String>| match src {
+            Some(src) => match Transform::compile_with(defs, src) {
+                Ok(t) => Ok(Some(t)),
                 Err(e) => {
                     diags.push(
-                        Diagnostic::error(file, format!("content_from: {}", e.message))
+                        Diagnostic::error(file, format!("{field}: {}", e.message))
                             .line(line)
-                            .at(format!("{at}.content_from")),
+                            .at(format!("{at}.{field}")),
                     );
-                    continue;
+                    Err(())
                 }
             },
-            None => None,
+            None => Ok(None),
+        };
+        let (Ok(content_from), Ok(code_from)) = (
+            jq("content_from", &spec.content_from),
+            jq("code_from", &spec.code_from),
+        ) else {
+            continue;
         };
         out.insert(
             status,
@@ -696,6 +746,7 @@ fn compile_outcomes(
                 rule,
                 content: spec.content.clone(),
                 content_from,
+                code_from,
                 severity: spec
                     .severity
                     .clone()
@@ -880,14 +931,14 @@ fn compile_tool(
         }
     };
     let mut outcomes = business_outcomes.clone();
-    let mut prefix = vec!["tools", name, "outcomes"];
-    prefix.truncate(3);
+    let prefix = ["tools", name, "outcomes"];
     outcomes.extend(compile_outcomes(
         file,
         text,
         &prefix,
         &ts.outcomes,
         &business.binding,
+        defs,
         diags,
     ));
 

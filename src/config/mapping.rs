@@ -135,6 +135,10 @@ pub struct OutcomeSpec {
     /// jq expression over the backend body giving the text (used when it yields a string).
     #[serde(default)]
     pub content_from: Option<String>,
+    /// With `business`: jq expression over the backend body giving the message code (used when it
+    /// yields a string; `business` is the fallback).
+    #[serde(default)]
+    pub code_from: Option<String>,
     /// Business message severity (default `recoverable`).
     #[serde(default)]
     pub severity: Option<String>,

@@ -43,6 +43,8 @@ pub struct Document {
     pub title: String,
     pub version: String,
     pub methods: Vec<Method>,
+    /// Non-fatal findings (leniently accepted deviations from OpenRPC 1.3).
+    pub warnings: Vec<Diagnostic>,
 }
 
 impl Document {
@@ -92,17 +94,29 @@ pub fn load(path: &Path, sources: &mut Sources) -> Result<Document, Vec<Diagnost
             return Err(err(format!("not valid JSON/YAML: {e}")));
         }
     };
-    // Structural check with the OpenRPC 1.3 types (unknown shapes of known fields are errors).
+    // Structural check with the OpenRPC 1.3 types. Published drafts are not always strict
+    // (the UCP lodging document has no `info.version`), so a deviation is a warning as long as
+    // the methods are readable; a document without a `methods` array is refused.
+    let mut diags = Vec::new();
     if let Err(e) = serde_json::from_value::<openrpc_types::OpenRPC>(raw.clone()) {
-        return Err(vec![Diagnostic::error(path, format!("not an OpenRPC 1.3 document: {e}"))
-            .hint("check `openrpc`, `info` (title, version) and `methods` against the OpenRPC 1.3 specification")]);
+        let d = if raw.get("methods").is_some_and(Value::is_array) {
+            Diagnostic::warning(
+                path,
+                format!("not a strict OpenRPC 1.3 document ({e}); loaded leniently"),
+            )
+        } else {
+            Diagnostic::error(path, format!("not an OpenRPC 1.3 document: {e}"))
+        };
+        diags.push(d.hint("check `openrpc`, `info` (title, version) and `methods` against the OpenRPC 1.3 specification"));
+        if diags.iter().any(Diagnostic::is_error) {
+            return Err(diags);
+        }
     }
     let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let uri = Url::from_file_path(&canonical)
         .map_err(|_| err("cannot make a file URI for this path".into()))?;
     let raw = Arc::new(raw);
     sources.insert(uri.as_str(), raw.clone());
-    let mut diags = Vec::new();
     let mut methods = Vec::new();
     let title = raw
         .pointer("/info/title")
@@ -217,6 +231,7 @@ pub fn load(path: &Path, sources: &mut Sources) -> Result<Document, Vec<Diagnost
     if diags.iter().any(Diagnostic::is_error) {
         return Err(diags);
     }
+    let warnings = diags;
     Ok(Document {
         path: path.to_path_buf(),
         uri,
@@ -225,5 +240,6 @@ pub fn load(path: &Path, sources: &mut Sources) -> Result<Document, Vec<Diagnost
         title,
         version,
         methods,
+        warnings,
     })
 }

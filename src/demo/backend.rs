@@ -1345,6 +1345,13 @@ impl State {
             return reply;
         }
         let mut errors = Errors::default();
+        if self.quotes[pos].input.guest.is_none() {
+            errors.push(
+                "guest",
+                "a guest (first, last, mail) is required before confirming",
+            );
+            return errors.reply();
+        }
         let Some(token) = errors.required_str(body, "card_token", "card_token") else {
             return errors.reply();
         };
@@ -1451,9 +1458,10 @@ fn parse_quote_input(body: &Map<String, Value>) -> Result<QuoteInput, Reply> {
     let guest = match body.get("guest") {
         None | Some(Value::Null) => None,
         Some(Value::Object(g)) => {
-            let first = errors.optional_str(g, "first", "guest.first");
-            let last = errors.optional_str(g, "last", "guest.last");
-            let mail = errors.optional_str(g, "mail", "guest.mail");
+            // A reservation needs the whole guest: first name, last name and e-mail.
+            let first = errors.required_str(g, "first", "guest.first");
+            let last = errors.required_str(g, "last", "guest.last");
+            let mail = errors.required_str(g, "mail", "guest.mail");
             if mail.is_some_and(|m| !m.contains('@')) {
                 errors.push("guest.mail", "must contain @");
             }
@@ -1619,6 +1627,7 @@ mod tests {
         json!({
             "hotel": "HH-LIS", "room": room, "rate": rate,
             "arrive": arrive, "depart": depart, "adults": adults, "kids": 0,
+            "guest": {"first": "Ines", "last": "Sousa", "mail": "ines@example.org"},
         })
     }
 
@@ -2121,10 +2130,11 @@ mod tests {
 
         // Full replacement.
         let (s, v) = d
-            .put(
-                "/hotel/api/quotes/Q-5001",
-                stay("STE", "FLEX", "2026-12-20", "2026-12-21", 4),
-            )
+            .put("/hotel/api/quotes/Q-5001", {
+                let mut b = stay("STE", "FLEX", "2026-12-20", "2026-12-21", 4);
+                b["guest"] = Value::Null;
+                b
+            })
             .await;
         assert_eq!(s, 200);
         assert_eq!(v["quote"]["qid"], "Q-5001");
@@ -2195,7 +2205,7 @@ mod tests {
             (
                 json!({"hotel": "HH-LIS", "room": "DBL", "rate": "FLEX", "arrive": "2026-12-10",
                        "depart": "2026-12-12", "adults": 1, "guest": {"mail": "no-at-sign"}}),
-                vec!["guest.mail"],
+                vec!["guest.first", "guest.last", "guest.mail"],
             ),
         ];
         for (body, want) in cases {

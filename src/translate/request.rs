@@ -16,10 +16,6 @@ pub struct RestRequest {
     pub body: Option<Vec<u8>>,
 }
 
-fn invalid(msg: String) -> Failure {
-    Failure::new(FailureKind::InvalidRequest, msg)
-}
-
 /// JSON view of the metadata for transforms (`$meta`).
 pub fn meta_json(call: &Call) -> Value {
     json!({
@@ -65,7 +61,7 @@ pub fn build(tool: &Tool, call: &Call) -> Result<RestRequest, Failure> {
             Some(Value::Array(items)) => {
                 for item in items {
                     let s = scalar(&item).ok_or_else(|| {
-                        invalid(format!(
+                        binding.invalid_arguments(format!(
                             "query parameter `{name}` must be a list of scalars"
                         ))
                     })?;
@@ -74,7 +70,7 @@ pub fn build(tool: &Tool, call: &Call) -> Result<RestRequest, Failure> {
             }
             Some(v) => {
                 let s = scalar(&v).ok_or_else(|| {
-                    invalid(format!(
+                    binding.invalid_arguments(format!(
                         "query parameter `{name}` must be a scalar, not an object"
                     ))
                 })?;
@@ -104,7 +100,9 @@ pub fn build(tool: &Tool, call: &Call) -> Result<RestRequest, Failure> {
         if v.is_null() {
             continue;
         }
-        let s = scalar(&v).ok_or_else(|| invalid(format!("header `{name}` must be a scalar")))?;
+        let s = scalar(&v).ok_or_else(|| {
+            binding.invalid_arguments(format!("header `{name}` must be a scalar"))
+        })?;
         let hv = HeaderValue::from_str(&s).map_err(|_| {
             binding.invalid_arguments(format!(
                 "the value for header `{name}` contains CR, LF or other control characters"

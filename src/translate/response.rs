@@ -160,11 +160,16 @@ pub fn outcome(tool: &Tool, call: &Call, resp: RestResponse) -> Outcome {
                     Err(msg) => msg.clone(),
                 });
             match other {
-                Rule::Business(code) => Outcome::Business {
+                Rule::Business(fallback) => Outcome::Business {
                     body: Map::new(),
                     messages: vec![json!({
                         "type": "error",
-                        "code": code,
+                        "code": rule
+                            .code_from
+                            .as_ref()
+                            .and_then(|t| t.run(&body, vars).ok().flatten())
+                            .and_then(|v| v.as_str().map(str::to_string))
+                            .unwrap_or(fallback),
                         "content": content,
                         "severity": rule.severity,
                     })],

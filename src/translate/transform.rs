@@ -14,6 +14,13 @@ use std::fmt;
 
 type CompiledFilter = jaq_core::compile::Filter<Native<JustLut<Val>>>;
 
+/// Natives refused in mapping transforms: they read the process environment (secrets), the
+/// clock (non-deterministic output), stop the process, or write to stderr.
+pub const DENIED: [&str; 5] = ["env", "halt", "now", "debug_empty", "stderr_empty"];
+
+/// Standard-library definitions built on the refused natives.
+const DENIED_DEFS: [&str; 4] = ["stderr", "debug", "halt", "halt_error"];
+
 /// The global variables every transform may read.
 pub const GLOBAL_VARS: [&str; 3] = ["$args", "$status", "$meta"];
 
@@ -90,10 +97,12 @@ impl Transform {
         let arena = Arena::default();
         let defs = jaq_core::defs()
             .chain(jaq_std::defs())
-            .chain(jaq_json::defs());
+            .chain(jaq_json::defs())
+            .filter(|d| !DENIED_DEFS.contains(&d.name));
         let funs = jaq_core::funs()
             .chain(jaq_std::funs())
-            .chain(jaq_json::funs());
+            .chain(jaq_json::funs())
+            .filter(|(name, _, _)| !DENIED.contains(name));
         let loader = Loader::new(defs);
         let modules = loader
             .load(&arena, File { code, path: () })
@@ -187,7 +196,12 @@ impl Transform {
         let mut out = self.filter.id.run((ctx, input)).map(unwrap_valr);
         match out.next() {
             None => Ok(None),
-            Some(Err(e)) => Err(fail(e.to_string())),
+            Some(Err(e)) => {
+                // `error("text")` displays as a JSON string: show the text itself.
+                let text = e.to_string();
+                let text = serde_json::from_str::<String>(&text).unwrap_or(text);
+                Err(fail(text))
+            }
             Some(Ok(v)) => val_to_json(&v).map(Some).map_err(fail),
         }
     }
@@ -264,6 +278,25 @@ mod tests {
             err.message
         );
         assert_eq!(err.offset, Some(5));
+    }
+
+    #[test]
+    fn the_sandbox_refuses_environment_clock_and_exit() {
+        for code in [
+            "env",
+            "env.HOME",
+            "$ENV",
+            "halt",
+            "halt_error",
+            "now",
+            "debug",
+            "stderr",
+            "input",
+        ] {
+            let err = Transform::compile(code).expect_err(code);
+            assert!(err.message.contains("undefined"), "{code}: {}", err.message);
+        }
+        assert!(Transform::compile("tojson | length").is_ok());
     }
 
     #[test]

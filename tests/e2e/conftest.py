@@ -80,7 +80,7 @@ def start_demo() -> Demo:
     """Starts `portico demo --port 0` and waits for its `mcp:` line (the real, OS-chosen ports)."""
     binary = portico_bin()
     stderr_file = tempfile.NamedTemporaryFile(  # noqa: SIM115 - kept open for the child's lifetime
-        prefix="portico-demo-", suffix=".stderr", delete=False
+        prefix="portico-e2e-", suffix=".stderr", delete=False
     )
     stderr_path = Path(stderr_file.name)
     proc = subprocess.Popen(
@@ -131,6 +131,7 @@ def start_demo() -> Demo:
     if problem is not None or mcp_url is None:
         _stop(proc)
         stderr = stderr_path.read_text(errors="replace") if stderr_path.exists() else ""
+        stderr_path.unlink(missing_ok=True)
         pytest.fail(
             f"`{binary} demo --port 0` {problem}.\nstdout:\n"
             + "\n".join(seen)
