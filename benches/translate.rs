@@ -8,10 +8,48 @@ use portico::translate::response::RestResponse;
 use serde_json::json;
 use std::hint::black_box;
 
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn gateway() -> portico::config::Gateway {
     let dir = portico::demo::write_files("127.0.0.1:9".parse().unwrap()).expect("demo files");
     portico::config::load(&[dir.join("mappings")]).expect("demo config loads")
 }
+
+const DEFS: &str = r#"def lisbon: if . >= "2027-03-28T01:00" then . + ":00+01:00" else . + ":00+00:00" end;
+def minutes: (.[11:13] | tonumber) * 60 + (.[14:16] | tonumber);
+def iso_minutes: "PT" + tostring + "M";
+def names: {"MASSAGE-60": "Deep tissue massage", "FACIAL-45": "Sea-mineral facial", "SAUNA-30": "Private sauna session"};
+def service: {
+  id: .code, business_id: "seaside-spa", name: .title,
+  description: { plain: .blurb }, type: "appointment",
+  categories: [{ taxonomy: "seaside-spa", id: .category, name: .category, primary: true }],
+  duration: { fixed: (.minutes | iso_minutes) },
+  pricing: { model: "fixed", amount: .price.amount_cents, currency: .price.ccy },
+  channel: { type: "at_business_location" },
+  policies: {
+    cancellation: { allowed: true }, rescheduling: { allowed: true },
+    booking_window: { min_advance: "PT2H", max_advance: "P120D", slot_interval: "PT2H" },
+    confirmation_mode: "auto", requires_payment: false
+  },
+  status: "active"
+};
+def slot_ref: { id: .opening, start: (.begins | lisbon), end: (.ends | lisbon),
+                duration: ((.ends | minutes) - (.begins | minutes) | iso_minutes) };
+def booking: {
+  id: .number, service_id: .treatment, service_name: (names[.treatment] // .treatment),
+  slot: slot_ref,
+  buyer: ({ first_name: (.client.name | split(" ")[0]), email: .client.email }
+          + (if (.client.name | split(" ") | length) > 1 then { last_name: (.client.name | split(" ")[1:] | join(" ")) } else {} end)
+          + (if .client.phone then { phone_number: .client.phone } else {} end)),
+  party_size: 1,
+  status: (if .status == "CANCELLED" then "canceled" else "confirmed" end),
+  confirmation_mode: "auto",
+  created_at: .booked_at, updated_at: .changed_at,
+  revision: (.moves | tostring)
+};
+def validation: if .errors then [ .errors[] | { type: "error", code: "validation_error", content: .msg,
+                  path: ("$." + .field), severity: "requires_buyer_input" } ] else null end;"#;
 
 fn bench(c: &mut Criterion) {
     let g = gateway();
@@ -49,6 +87,92 @@ fn bench(c: &mut Criterion) {
                 black_box(forward::translate_response(&availability, &call, resp))
             })
         },
+    );
+
+    // The pieces of the return path on their own.
+    let body_json: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let meta = json!({});
+    let vars = portico::translate::transform::Vars3 {
+        args: &call.args,
+        status: 200,
+        meta: &meta,
+    };
+    let result_t = availability.result.clone().unwrap();
+    c.bench_function("usp_availability_query: jq result transform only", |b| {
+        b.iter(|| black_box(result_t.run(black_box(&body_json), vars).unwrap()))
+    });
+    for (label, prog) in [
+        (
+            "v1 select+ref",
+            "[.openings[] | select(.free) | {id: .ref}]",
+        ),
+        (
+            "v2 concat",
+            "[.openings[] | select(.free) | {id: .ref, s: (.begins + \":00+00:00\")}]",
+        ),
+        (
+            "v3 compare",
+            "[.openings[] | select(.free) | {id: .ref, s: (if .begins >= \"2027-03-28T01:00\" then 1 else 2 end)}]",
+        ),
+        (
+            "v4 slice",
+            "[.openings[] | select(.free) | {id: .ref, m: (.begins[11:13])}]",
+        ),
+        (
+            "v5 tonumber",
+            "[.openings[] | select(.free) | {id: .ref, m: (.begins[11:13] | tonumber)}]",
+        ),
+        (
+            "m1 no-defs inline",
+            "{ service_id: .treatment, slots: [ .openings[] | select(.free) | { id: .ref, service_id: \"x\", start: .begins, end: .ends, duration: \"PT60M\", state: \"available\" } ] }",
+        ),
+        (
+            "m2 with defs unused",
+            &format!(
+                "{}\n{{ service_id: .treatment, slots: [ .openings[] | select(.free) | {{ id: .ref, service_id: \"x\", start: .begins, end: .ends, duration: \"PT60M\", state: \"available\" }} ] }}",
+                DEFS
+            ),
+        ),
+        ("r1000 range", "[range(1000)] | length"),
+        ("r1000 objs", "[range(1000) | {a: .}] | length"),
+        (
+            "v6 defs",
+            "def f: . + \"x\"; [.openings[] | select(.free) | {id: .ref, s: (.begins | f)}]",
+        ),
+    ] {
+        let t = portico::translate::transform::Transform::compile(prog).unwrap();
+        c.bench_function(&format!("jq variant {label}"), |b| {
+            b.iter(|| black_box(t.run(black_box(&body_json), vars).unwrap()))
+        });
+    }
+    let identity = portico::translate::transform::Transform::compile(".").unwrap();
+    let null = serde_json::Value::Null;
+    let nvars = portico::translate::transform::Vars3 {
+        args: &null,
+        status: 200,
+        meta: &null,
+    };
+    c.bench_function("jq identity on null", |b| {
+        b.iter(|| black_box(identity.run(black_box(&null), nvars).unwrap()))
+    });
+    c.bench_function("jq identity on the same body", |b| {
+        b.iter(|| black_box(identity.run(black_box(&body_json), vars).unwrap()))
+    });
+    let resp = RestResponse {
+        status: 200,
+        headers: headers.clone(),
+        body: body.clone().into(),
+    };
+    let portico::binding::Reply::Result(result) =
+        forward::translate_response(&availability, &call, resp)
+    else {
+        panic!()
+    };
+    let sc = result["structuredContent"].clone();
+    let validator = availability.output_validator.as_ref().unwrap();
+    c.bench_function(
+        "usp_availability_query: outputSchema validation only",
+        |b| b.iter(|| black_box(validator.is_valid(black_box(&sc)))),
     );
 
     let create = g.tools.get("create_booking_session").unwrap().clone();

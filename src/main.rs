@@ -8,6 +8,11 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// mimalloc: the translation path allocates many small JSON values; measured in
+/// docs/benchmarks.md against the system allocator.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "portico",

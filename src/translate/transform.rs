@@ -7,8 +7,7 @@
 
 use jaq_core::load::{Arena, File, Loader};
 use jaq_core::{Compiler, Ctx, Native, Vars, data::JustLut, unwrap_valr};
-use jaq_json::Val;
-use serde::Deserialize;
+use jaq_json::{Map, Num, Rc, Val};
 use serde_json::Value;
 use std::fmt;
 
@@ -28,6 +27,8 @@ pub const GLOBAL_VARS: [&str; 3] = ["$args", "$status", "$meta"];
 #[derive(Clone)]
 pub struct Transform {
     source: String,
+    uses_args: bool,
+    uses_meta: bool,
     filter: std::sync::Arc<CompiledFilter>,
 }
 
@@ -169,6 +170,8 @@ impl Transform {
                 }
             })?;
         Ok(Transform {
+            uses_args: code.contains("$args"),
+            uses_meta: code.contains("$meta"),
             source: code.to_string(),
             filter: std::sync::Arc::new(filter),
         })
@@ -185,12 +188,20 @@ impl Transform {
             source_text: self.source.clone(),
             message,
         };
-        let to_val = |v: &Value| Val::deserialize(v).map_err(|e| fail(e.to_string()));
-        let input = to_val(input)?;
+        let input = json_to_val(input);
+        // Globals the program never names are not converted.
         let globals = [
-            to_val(vars.args)?,
+            if self.uses_args {
+                json_to_val(vars.args)
+            } else {
+                Val::Null
+            },
             Val::from(vars.status as isize),
-            to_val(vars.meta)?,
+            if self.uses_meta {
+                json_to_val(vars.meta)
+            } else {
+                Val::Null
+            },
         ];
         let ctx = Ctx::<JustLut<Val>>::new(&self.filter.lut, Vars::new(globals));
         let mut out = self.filter.id.run((ctx, input)).map(unwrap_valr);
@@ -207,10 +218,62 @@ impl Transform {
     }
 }
 
-/// Converts a jaq value to JSON; byte strings and non-string keys are not JSON and are refused.
+/// Converts JSON to a jaq value without a serde round trip (this is on every call's hot path).
+fn json_to_val(v: &Value) -> Val {
+    match v {
+        Value::Null => Val::Null,
+        Value::Bool(b) => Val::Bool(*b),
+        Value::Number(n) => match n.as_i64().and_then(|i| isize::try_from(i).ok()) {
+            Some(i) => Val::from(i),
+            None => match n.as_f64() {
+                Some(f) if n.is_f64() => Val::from(f),
+                // Large integers keep every digit.
+                _ => Val::Num(Num::from_dec_str(&n.to_string())),
+            },
+        },
+        Value::String(s) => Val::from(s.clone()),
+        Value::Array(items) => Val::Arr(Rc::new(items.iter().map(json_to_val).collect())),
+        Value::Object(obj) => {
+            let mut m = Map::with_capacity_and_hasher(obj.len(), Default::default());
+            for (k, v) in obj {
+                m.insert(Val::from(k.clone()), json_to_val(v));
+            }
+            Val::obj(m)
+        }
+    }
+}
+
+/// Converts a jaq value to JSON; byte strings, non-string keys and non-finite numbers are not
+/// JSON and are refused.
 fn val_to_json(v: &Val) -> Result<Value, String> {
-    let text = v.to_string();
-    serde_json::from_str(&text).map_err(|e| format!("result is not JSON ({e}): {text}"))
+    Ok(match v {
+        Val::Null => Value::Null,
+        Val::Bool(b) => Value::Bool(*b),
+        Val::Num(Num::Int(i)) => Value::from(*i as i64),
+        Val::Num(Num::Float(f)) => serde_json::Number::from_f64(*f)
+            .map(Value::Number)
+            .ok_or_else(|| format!("result holds a number that is not JSON: {f}"))?,
+        Val::Num(n) => {
+            let text = v.to_string();
+            serde_json::from_str(&text)
+                .map_err(|_| format!("result holds a number that is not JSON: {n:?}"))?
+        }
+        Val::TStr(b) => Value::String(String::from_utf8_lossy(b).into_owned()),
+        Val::BStr(_) => return Err("result holds a byte string, which is not JSON".into()),
+        Val::Arr(items) => Value::Array(items.iter().map(val_to_json).collect::<Result<_, _>>()?),
+        Val::Obj(m) => {
+            let mut out = serde_json::Map::with_capacity(m.len());
+            for (k, v) in m.iter() {
+                let Val::TStr(k) = k else {
+                    return Err(format!(
+                        "result has an object key that is not a string: {k}"
+                    ));
+                };
+                out.insert(String::from_utf8_lossy(k).into_owned(), val_to_json(v)?);
+            }
+            Value::Object(out)
+        }
+    })
 }
 
 #[cfg(test)]
