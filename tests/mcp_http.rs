@@ -373,6 +373,35 @@ async fn legacy_sessions_lifecycle() {
     .await;
     assert_eq!(a.status, 404);
 
+    // Batches: refused in a 2025-11-25 session, served in a 2025-03-26 one.
+    let batch = json!([{"jsonrpc":"2.0","id":"a","method":"ping"}, {"jsonrpc":"2.0","method":"notifications/initialized"}, {"jsonrpc":"2.0","id":"b","method":"no/such"}, {"jsonrpc":"1.0","id":"c","method":"ping"}]);
+    let a = send(legacy(&c, &url, &sid, batch.clone())).await;
+    assert_eq!((a.status, a.error_code()), (400, Some(-32600)));
+    let (old, _) = initialize(&c, &url, "2025-03-26").await;
+    let a = send(legacy(&c, &url, &old, batch)).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    let replies = a.body.as_array().expect("a batch answer is an array");
+    assert_eq!(replies.len(), 3, "no reply for the notification");
+    assert_eq!(replies[0], json!({"jsonrpc":"2.0","id":"a","result":{}}));
+    assert_eq!(replies[1]["error"]["code"], -32601);
+    assert_eq!(
+        (
+            replies[2]["id"].clone(),
+            replies[2]["error"]["code"].clone()
+        ),
+        (json!("c"), json!(-32600))
+    );
+    let a = send(legacy(
+        &c,
+        &url,
+        &old,
+        json!([{"jsonrpc":"2.0","method":"notifications/initialized"}]),
+    ))
+    .await;
+    assert_eq!(a.status, 202);
+    let a = send(legacy(&c, &url, &old, json!([]))).await;
+    assert_eq!(a.status, 400);
+
     // DELETE ends the session; afterwards it is 404.
     let a = send(c.delete(&url).header("mcp-session-id", &sid)).await;
     assert_eq!(a.status, 200);

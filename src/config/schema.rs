@@ -307,6 +307,17 @@ impl<'s> Bundler<'s> {
         key
     }
 
+    /// Rewrites an array of schemas, element by element.
+    fn rewrite_each(&mut self, items: &[Value], base: &Url, pointer: &str) -> Value {
+        Value::Array(
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, sub)| self.rewrite(sub, base, &format!("{pointer}/{i}")))
+                .collect(),
+        )
+    }
+
     fn rewrite(&mut self, node: &Value, base: &Url, pointer: &str) -> Value {
         let Value::Object(obj) = node else {
             // `true` / `false` schemas (or junk, which the validator compiler will report).
@@ -358,12 +369,8 @@ impl<'s> Bundler<'s> {
                 // Arrays of schemas.
                 "allOf" | "anyOf" | "oneOf" | "prefixItems" => match v {
                     Value::Array(items) => {
-                        let items = items
-                            .iter()
-                            .enumerate()
-                            .map(|(i, sub)| self.rewrite(sub, &base, &format!("{child_ptr}/{i}")))
-                            .collect();
-                        out.insert(k.clone(), Value::Array(items));
+                        let items = self.rewrite_each(items, &base, &child_ptr);
+                        out.insert(k.clone(), items);
                     }
                     other => {
                         out.insert(k.clone(), other.clone());
@@ -383,12 +390,8 @@ impl<'s> Bundler<'s> {
                 | "unevaluatedProperties"
                 | "contentSchema" => match v {
                     Value::Array(items) => {
-                        let items = items
-                            .iter()
-                            .enumerate()
-                            .map(|(i, sub)| self.rewrite(sub, &base, &format!("{child_ptr}/{i}")))
-                            .collect();
-                        out.insert(k.clone(), Value::Array(items));
+                        let items = self.rewrite_each(items, &base, &child_ptr);
+                        out.insert(k.clone(), items);
                     }
                     sub => {
                         out.insert(k.clone(), self.rewrite(sub, &base, &child_ptr));

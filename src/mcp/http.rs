@@ -391,7 +391,22 @@ impl Server {
                 );
             }
         };
-        let msg = match jsonrpc::parse(&bytes, self.opts.max_depth) {
+        let value = match jsonrpc::parse_value(&bytes, self.opts.max_depth) {
+            Ok(Value::Array(items)) => {
+                return self.post_batch(&parts.headers, items, json_ok).await;
+            }
+            Ok(v) => v,
+            Err(rej) => {
+                return rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    &rej.id,
+                    rej.code,
+                    &rej.message,
+                    None,
+                );
+            }
+        };
+        let msg = match jsonrpc::classify(value) {
             Ok(m) => m,
             Err(rej) => {
                 return rpc_error(
@@ -429,6 +444,74 @@ impl Server {
         } else {
             self.post_legacy(headers, msg, session_hdr, version_hdr, json_ok, sse_ok)
                 .await
+        }
+    }
+
+    /// JSON-RPC batches: only sessions negotiated at 2025-03-26 may send them (the revision
+    /// that had batching); everyone else gets -32600.
+    async fn post_batch(
+        &self,
+        headers: &HeaderMap,
+        items: Vec<Value>,
+        json_ok: bool,
+    ) -> Response<Body> {
+        let refuse = |m: &str| {
+            rpc_error(
+                StatusCode::BAD_REQUEST,
+                &Value::Null,
+                INVALID_REQUEST,
+                m,
+                None,
+            )
+        };
+        let session = Self::session_id(headers).and_then(|sid| self.sessions.get(&sid));
+        let Some(session) = session.filter(|s| s.version == "2025-03-26") else {
+            return refuse(
+                "JSON-RPC batches are not supported: send one message per request (batching exists only in MCP 2025-03-26 sessions)",
+            );
+        };
+        if items.is_empty() {
+            return refuse("an empty JSON-RPC batch is invalid");
+        }
+        let era = Era::Legacy(session.version.clone());
+        let mut replies = Vec::new();
+        for item in items {
+            match jsonrpc::classify(item) {
+                Err(rej) => replies.push(jsonrpc::error(&rej.id, rej.code, &rej.message, None)),
+                Ok(Message::Request { id, method, .. }) if method == "initialize" => {
+                    replies.push(jsonrpc::error(
+                        &id,
+                        INVALID_REQUEST,
+                        "initialize must not be part of a batch",
+                        None,
+                    ))
+                }
+                Ok(Message::Request { id, method, params }) => {
+                    replies.push(
+                        match handler::handle(&self.core, &era, &method, params).await {
+                            Answer::Result(r) => jsonrpc::result(&id, r),
+                            Answer::Error {
+                                code,
+                                message,
+                                data,
+                                ..
+                            } => jsonrpc::error(&id, code, &message, data),
+                        },
+                    );
+                }
+                Ok(_) => {}
+            }
+        }
+        if replies.is_empty() {
+            return empty(StatusCode::ACCEPTED);
+        }
+        let body = Value::Array(replies);
+        if json_ok {
+            json_response(StatusCode::OK, &body)
+        } else {
+            let mut r = Response::new(full(sse_frame(&body)));
+            sse_headers(&mut r);
+            r
         }
     }
 

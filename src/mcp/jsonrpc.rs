@@ -75,8 +75,13 @@ fn valid_id(id: &Value) -> bool {
     matches!(id, Value::String(_)) || id.as_i64().is_some() || id.as_u64().is_some()
 }
 
-/// Parses one message (batches are refused: no supported revision serves them here).
+/// Parses one message (an array is refused here; see `parse_value` for batches).
 pub fn parse(bytes: &[u8], max_depth: usize) -> Result<Message, Rejection> {
+    classify(parse_value(bytes, max_depth)?)
+}
+
+/// Parses a body into JSON with the nesting limit checked first.
+pub fn parse_value(bytes: &[u8], max_depth: usize) -> Result<Value, Rejection> {
     if depth_exceeds(bytes, max_depth) {
         return Err(Rejection {
             code: INVALID_REQUEST,
@@ -84,12 +89,11 @@ pub fn parse(bytes: &[u8], max_depth: usize) -> Result<Message, Rejection> {
             id: Value::Null,
         });
     }
-    let value: Value = serde_json::from_slice(bytes).map_err(|e| Rejection {
+    serde_json::from_slice(bytes).map_err(|e| Rejection {
         code: PARSE_ERROR,
         message: format!("Parse error: {e}"),
         id: Value::Null,
-    })?;
-    classify(value)
+    })
 }
 
 /// Classifies a parsed JSON value.
