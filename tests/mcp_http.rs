@@ -33,6 +33,30 @@ async fn modern_discover_and_list_carry_required_fields() {
             .contains(&json!("2025-11-25"))
     );
     assert_eq!(r["capabilities"]["tools"]["listChanged"], false);
+    // Resources and prompts are declared and answer well-formed empty lists with cache hints.
+    assert!(r["capabilities"]["prompts"].is_object() && r["capabilities"]["resources"].is_object());
+    for (m, key) in [
+        ("resources/list", "resources"),
+        ("resources/templates/list", "resourceTemplates"),
+        ("prompts/list", "prompts"),
+    ] {
+        let a = send(modern(&c, &url, 5, m, json!({}))).await;
+        assert_eq!(a.result()[key], json!([]), "{m}");
+        assert_eq!(a.result()["cacheScope"], "public", "{m}");
+    }
+    let a = send(modern(
+        &c,
+        &url,
+        6,
+        "resources/read",
+        json!({"uri": "test://nope"}),
+    ))
+    .await;
+    assert_eq!(
+        (a.status, a.error_code()),
+        (200, Some(-32602)),
+        "2026-07-28: unknown resource is -32602"
+    );
     assert_eq!(
         r["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
         "portico-demo"
@@ -207,7 +231,7 @@ async fn modern_header_and_meta_rules() {
     .await;
     assert_eq!((a.status, a.error_code()), (400, Some(-32602)));
     // Unknown and removed methods: HTTP 404 + -32601.
-    for m in ["nope/nothing", "ping", "logging/setLevel"] {
+    for m in ["nope/nothing", "ping", "logging/setLevel", "initialize"] {
         let a = send(modern(&c, &url, 3, m, json!({}))).await;
         assert_eq!((a.status, a.error_code()), (404, Some(-32601)), "{m}");
     }
@@ -284,6 +308,18 @@ async fn legacy_sessions_lifecycle() {
     assert!(
         a.result().get("resultType").is_none(),
         "no 2026 fields in the 2025 era"
+    );
+    let a = send(legacy(
+        &c,
+        &url,
+        &sid,
+        json!({"jsonrpc":"2.0","id":31,"method":"resources/read","params":{"uri":"test://nope"}}),
+    ))
+    .await;
+    assert_eq!(
+        a.error_code(),
+        Some(-32002),
+        "2025 revisions: unknown resource is -32002"
     );
     let a = send(legacy(
         &c,

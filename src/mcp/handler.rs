@@ -3,6 +3,9 @@
 //! concerns (headers, sessions, SSE) are not.
 
 use super::jsonrpc::{INVALID_PARAMS, METHOD_NOT_FOUND};
+
+/// Resource not found, 2025 revisions (removed in 2026-07-28 in favour of -32602).
+const RESOURCE_NOT_FOUND: i64 = -32002;
 use super::{LEGACY_VERSIONS, supported_versions};
 use crate::binding::Reply;
 use crate::config::Gateway;
@@ -77,8 +80,14 @@ fn server_info_json(info: &ServerInfo) -> Value {
     json!({ "name": info.name, "version": info.version })
 }
 
+/// Tools come from the mappings; resources and prompts are served (as empty lists) so that
+/// clients which probe them get well-formed answers.
 fn capabilities() -> Value {
-    json!({ "tools": { "listChanged": false } })
+    json!({
+        "tools": { "listChanged": false },
+        "resources": { "listChanged": false },
+        "prompts": { "listChanged": false }
+    })
 }
 
 /// Negotiates an `initialize` version: echo it when supported, else offer the newest.
@@ -202,6 +211,32 @@ pub async fn handle(core: &Core, era: &Era, method: &str, params: Option<Value>)
                     data: e.data,
                     http_status: e.http_status,
                 },
+            }
+        }
+        // No resources or prompts are configured yet: the lists are empty (with the same cache
+        // hints as tools/list) and every URI is unknown.
+        "resources/list" => finish(Answer::Result(json!({ "resources": [] })), true),
+        "resources/templates/list" => {
+            finish(Answer::Result(json!({ "resourceTemplates": [] })), true)
+        }
+        "prompts/list" => finish(Answer::Result(json!({ "prompts": [] })), true),
+        "resources/read" => {
+            let uri = params
+                .as_ref()
+                .and_then(|p| p.get("uri"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            // 2026-07-28 (SEP-2164): -32602; earlier revisions: -32002.
+            let code = if modern {
+                INVALID_PARAMS
+            } else {
+                RESOURCE_NOT_FOUND
+            };
+            Answer::Error {
+                code,
+                message: format!("Resource not found: {uri}"),
+                data: Some(json!({ "uri": uri })),
+                http_status: None,
             }
         }
         _ => Answer::error(METHOD_NOT_FOUND, format!("Method not found: {method}")),

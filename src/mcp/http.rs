@@ -424,19 +424,21 @@ impl Server {
             .get("mcp-protocol-version")
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
-        let (method, params) = match &msg {
-            Message::Request { method, params, .. } | Message::Notification { method, params } => {
-                (Some(method.as_str()), params.as_ref())
+        let params = match &msg {
+            Message::Request { params, .. } | Message::Notification { params, .. } => {
+                params.as_ref()
             }
-            Message::Response { .. } => (None, None),
+            Message::Response { .. } => None,
         };
         let meta = params.and_then(|p| p.get("_meta"));
         let meta_version = meta.and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"));
         let header_is_legacy = version_hdr
             .as_deref()
             .is_some_and(|v| LEGACY_VERSIONS.contains(&v) || v == "2024-11-05");
+        // The reference dual-era rule: no session, and a modern marker (`_meta` version, or a
+        // version header that is not a handshake-era one). `initialize` sent that way is a
+        // removed method (404), which is what modern clients probing a server expect.
         let modern = session_hdr.is_none()
-            && method != Some("initialize")
             && (meta_version.is_some() || version_hdr.is_some())
             && !(meta_version.is_none() && header_is_legacy);
         if modern {
@@ -662,14 +664,13 @@ impl Server {
                 None,
             );
         };
-        if !MODERN_VERSIONS.contains(&version) {
-            return bad(
-                UNSUPPORTED_VERSION,
-                format!("Unsupported protocol version: {version}"),
-                Some(json!({ "supported": MODERN_VERSIONS, "requested": version })),
-            );
-        }
-        let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+        // Field values are compared without optional whitespace (RFC 9110 §5.5).
+        let header = |name: &str| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::trim)
+        };
         match header("mcp-protocol-version") {
             Some(v) if v == version => {}
             Some(v) => {
@@ -688,6 +689,14 @@ impl Server {
                     None,
                 );
             }
+        }
+        // Only a version both places agree on can be unsupported.
+        if !MODERN_VERSIONS.contains(&version) {
+            return bad(
+                UNSUPPORTED_VERSION,
+                format!("Unsupported protocol version: {version}"),
+                Some(json!({ "supported": MODERN_VERSIONS, "requested": version })),
+            );
         }
         match header("mcp-method").map(decode_header_value) {
             Some(Some(m)) if m == method => {}
