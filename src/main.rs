@@ -44,6 +44,12 @@ enum Command {
         #[arg(long, default_value_t = 1 << 20)]
         max_body_bytes: usize,
     },
+    /// Serve MCP over stdio (one JSON-RPC message per line; logs go to stderr).
+    Stdio {
+        /// Mapping files, or folders of them.
+        #[arg(required = true)]
+        config: Vec<PathBuf>,
+    },
     /// Run the embedded demo: a legacy spa + hotel API with portico in front, on 127.0.0.1.
     Demo {
         /// Port of the MCP endpoint; the legacy backend takes the next one.
@@ -166,6 +172,37 @@ async fn main() -> ExitCode {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("server error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Stdio { config } => {
+            init_logging();
+            let gateway = match portico::config::load(&config) {
+                Ok(g) => g,
+                Err(ds) => {
+                    for d in ds {
+                        eprintln!("{d}");
+                    }
+                    return ExitCode::FAILURE;
+                }
+            };
+            let core = std::sync::Arc::new(portico::mcp::handler::Core {
+                gateway: arc_swap::ArcSwap::from_pointee(gateway),
+                info: ServerInfo::default(),
+            });
+            let max_depth = HttpOptions::default().max_depth;
+            match portico::mcp::stdio::serve(
+                core,
+                tokio::io::stdin(),
+                tokio::io::stdout(),
+                max_depth,
+            )
+            .await
+            {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("stdio error: {e}");
                     ExitCode::FAILURE
                 }
             }

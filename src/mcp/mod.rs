@@ -5,6 +5,7 @@ pub mod handler;
 pub mod http;
 pub mod jsonrpc;
 pub mod session;
+pub mod stdio;
 
 /// Revisions served with the `initialize` handshake and sessions, newest first.
 pub const LEGACY_VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
