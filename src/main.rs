@@ -82,6 +82,24 @@ fn init_logging() {
         .init();
 }
 
+/// Loads the configuration, printing every diagnostic; logs warnings.
+fn load_config(paths: &[PathBuf]) -> Option<portico::config::Gateway> {
+    match portico::config::load(paths) {
+        Ok(g) => {
+            for w in &g.warnings {
+                tracing::warn!("{w}");
+            }
+            Some(g)
+        }
+        Err(ds) => {
+            for d in ds {
+                eprintln!("{d}");
+            }
+            None
+        }
+    }
+}
+
 async fn wait_for_signal() {
     #[cfg(unix)]
     {
@@ -139,18 +157,9 @@ async fn main() -> ExitCode {
             max_body_bytes,
         } => {
             init_logging();
-            let gateway = match portico::config::load(&config) {
-                Ok(g) => g,
-                Err(ds) => {
-                    for d in ds {
-                        eprintln!("{d}");
-                    }
-                    return ExitCode::FAILURE;
-                }
+            let Some(gateway) = load_config(&config) else {
+                return ExitCode::FAILURE;
             };
-            for w in &gateway.warnings {
-                tracing::warn!("{w}");
-            }
             let mut opts = HttpOptions {
                 max_body_bytes,
                 ..HttpOptions::default()
@@ -178,14 +187,8 @@ async fn main() -> ExitCode {
         }
         Command::Stdio { config } => {
             init_logging();
-            let gateway = match portico::config::load(&config) {
-                Ok(g) => g,
-                Err(ds) => {
-                    for d in ds {
-                        eprintln!("{d}");
-                    }
-                    return ExitCode::FAILURE;
-                }
+            let Some(gateway) = load_config(&config) else {
+                return ExitCode::FAILURE;
             };
             let core = std::sync::Arc::new(portico::mcp::handler::Core {
                 gateway: arc_swap::ArcSwap::from_pointee(gateway),

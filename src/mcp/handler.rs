@@ -66,6 +66,19 @@ pub enum Answer {
 }
 
 impl Answer {
+    /// The JSON-RPC response for request `id`.
+    pub fn into_message(self, id: &Value) -> Value {
+        match self {
+            Answer::Result(r) => super::jsonrpc::result(id, r),
+            Answer::Error {
+                code,
+                message,
+                data,
+                ..
+            } => super::jsonrpc::error(id, code, &message, data),
+        }
+    }
+
     fn error(code: i64, message: impl Into<String>) -> Self {
         Answer::Error {
             code,

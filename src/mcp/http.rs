@@ -489,17 +489,8 @@ impl Server {
                     ))
                 }
                 Ok(Message::Request { id, method, params }) => {
-                    replies.push(
-                        match handler::handle(&self.core, &era, &method, params).await {
-                            Answer::Result(r) => jsonrpc::result(&id, r),
-                            Answer::Error {
-                                code,
-                                message,
-                                data,
-                                ..
-                            } => jsonrpc::error(&id, code, &message, data),
-                        },
-                    );
+                    let answer = handler::handle(&self.core, &era, &method, params).await;
+                    replies.push(answer.into_message(&id));
                 }
                 Ok(_) => {}
             }

@@ -2,7 +2,7 @@
 //! Same handlers and eras as HTTP; it never writes anything but JSON-RPC messages to stdout.
 
 use super::MODERN_VERSIONS;
-use super::handler::{self, Answer, Core, Era};
+use super::handler::{self, Core, Era};
 use super::jsonrpc::{self, INVALID_PARAMS, INVALID_REQUEST, Message, UNSUPPORTED_VERSION};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -126,15 +126,9 @@ async fn answer(
             }
         },
     };
-    match handler::handle(core, &era, method, params).await {
-        Answer::Result(r) => jsonrpc::result(&id, r),
-        Answer::Error {
-            code,
-            message,
-            data,
-            ..
-        } => jsonrpc::error(&id, code, &message, data),
-    }
+    handler::handle(core, &era, method, params)
+        .await
+        .into_message(&id)
 }
 
 async fn write<W: AsyncWrite + Unpin>(out: &mut W, msg: &Value) -> std::io::Result<()> {
