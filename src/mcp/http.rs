@@ -98,6 +98,17 @@ fn rpc_error(
     json_response(status, &jsonrpc::error(id, code, message, data))
 }
 
+/// 400 with the JSON-RPC error for a body that is not one acceptable message.
+fn rejected(rej: &jsonrpc::Rejection) -> Response<Body> {
+    rpc_error(
+        StatusCode::BAD_REQUEST,
+        &rej.id,
+        rej.code,
+        &rej.message,
+        None,
+    )
+}
+
 fn empty(status: StatusCode) -> Response<Body> {
     let mut r = Response::new(full(Bytes::new()));
     *r.status_mut() = status;
@@ -396,27 +407,11 @@ impl Server {
                 return self.post_batch(&parts.headers, items, json_ok).await;
             }
             Ok(v) => v,
-            Err(rej) => {
-                return rpc_error(
-                    StatusCode::BAD_REQUEST,
-                    &rej.id,
-                    rej.code,
-                    &rej.message,
-                    None,
-                );
-            }
+            Err(rej) => return rejected(&rej),
         };
         let msg = match jsonrpc::classify(value) {
             Ok(m) => m,
-            Err(rej) => {
-                return rpc_error(
-                    StatusCode::BAD_REQUEST,
-                    &rej.id,
-                    rej.code,
-                    &rej.message,
-                    None,
-                );
-            }
+            Err(rej) => return rejected(&rej),
         };
         let headers = &parts.headers;
         let session_hdr = Self::session_id(headers);
