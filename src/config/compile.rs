@@ -122,6 +122,41 @@ impl Tool {
                 severity: "recoverable".into(),
             })
     }
+
+    /// Every jq program of this tool, named by where it sits in the mapping.
+    pub fn transforms(&self) -> Vec<(String, &Transform)> {
+        let mut all: Vec<(String, &Transform)> = Vec::new();
+        all.extend(self.query.iter().map(|(k, t)| (format!("query.{k}"), t)));
+        all.extend(
+            self.headers
+                .iter()
+                .map(|(k, t)| (format!("headers.{k}"), t)),
+        );
+        all.extend(self.body.iter().map(|t| ("body".to_string(), t)));
+        all.extend(self.result.iter().map(|t| ("result".to_string(), t)));
+        all.extend(
+            self.business_messages
+                .iter()
+                .map(|t| ("business".to_string(), t)),
+        );
+        for (key, rule) in &self.outcomes {
+            let key = match key {
+                StatusKey::Exact(s) => s.to_string(),
+                StatusKey::Class(c) => format!("{c}xx"),
+            };
+            all.extend(
+                rule.content_from
+                    .iter()
+                    .map(|t| (format!("outcomes.{key}.content_from"), t)),
+            );
+            all.extend(
+                rule.code_from
+                    .iter()
+                    .map(|t| (format!("outcomes.{key}.code_from"), t)),
+            );
+        }
+        all
+    }
 }
 
 /// The whole compiled configuration.

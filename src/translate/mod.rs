@@ -1,6 +1,7 @@
 //! Translation between the neutral model and REST: `Call` -> HTTP request, HTTP answer -> `Outcome`.
 //! Pure functions over compiled configuration; they never perform I/O themselves.
 
+pub mod fastjq;
 pub mod path;
 pub mod request;
 pub mod response;

@@ -20,6 +20,11 @@ pub const DENIED: [&str; 5] = ["env", "halt", "now", "debug_empty", "stderr_empt
 /// Standard-library definitions built on the refused natives.
 const DENIED_DEFS: [&str; 4] = ["stderr", "debug", "halt", "halt_error"];
 
+/// `PORTICO_JQ_CROSSCHECK=1`: every native answer is compared with jaq's, and a disagreement
+/// fails the transform (the end-to-end suite runs the demo this way). Read once.
+static CROSSCHECK: std::sync::LazyLock<bool> =
+    std::sync::LazyLock::new(|| std::env::var("PORTICO_JQ_CROSSCHECK").is_ok_and(|v| v == "1"));
+
 /// The global variables every transform may read.
 pub const GLOBAL_VARS: [&str; 3] = ["$args", "$status", "$meta"];
 
@@ -30,6 +35,8 @@ pub struct Transform {
     uses_args: bool,
     uses_meta: bool,
     filter: std::sync::Arc<CompiledFilter>,
+    /// The same program for the native evaluator, when it is inside its subset.
+    native: Option<std::sync::Arc<super::fastjq::Program>>,
 }
 
 impl fmt::Debug for Transform {
@@ -170,6 +177,7 @@ impl Transform {
                 }
             })?;
         Ok(Transform {
+            native: super::fastjq::Program::compile(code).map(std::sync::Arc::new),
             uses_args: code.contains("$args"),
             uses_meta: code.contains("$meta"),
             source: code.to_string(),
@@ -182,8 +190,50 @@ impl Transform {
         &self.source
     }
 
+    /// Whether the native evaluator runs this program (jaq still decides every run it cannot
+    /// finish exactly).
+    pub fn is_native(&self) -> bool {
+        self.native.is_some()
+    }
+
     /// Runs the program on `input`; returns the first output, or `None` when it yields nothing.
+    /// The native evaluator answers when it can; jaq, the reference, answers everything else.
     pub fn run(&self, input: &Value, vars: Vars3<'_>) -> Result<Option<Value>, RunError> {
+        if let Some(native) = &self.native {
+            let globals = [
+                if self.uses_args {
+                    vars.args.clone()
+                } else {
+                    Value::Null
+                },
+                Value::from(vars.status),
+                if self.uses_meta {
+                    vars.meta.clone()
+                } else {
+                    Value::Null
+                },
+            ];
+            if let Ok(out) = native.run(input, globals) {
+                if *CROSSCHECK {
+                    let reference = self.run_jaq(input, vars);
+                    if reference.as_ref().ok() != Some(&out) {
+                        tracing::error!(transform = %self.source, "the native jq evaluator disagrees with jaq");
+                        return Err(RunError {
+                            source_text: self.source.clone(),
+                            message: format!(
+                                "native evaluator answered {out:?}, jaq answered {reference:?}"
+                            ),
+                        });
+                    }
+                }
+                return Ok(out);
+            }
+        }
+        self.run_jaq(input, vars)
+    }
+
+    /// Runs the program with jaq only (the reference the native evaluator is tested against).
+    pub fn run_jaq(&self, input: &Value, vars: Vars3<'_>) -> Result<Option<Value>, RunError> {
         let fail = |message: String| RunError {
             source_text: self.source.clone(),
             message,

@@ -85,6 +85,8 @@ def start_demo() -> Demo:
     stderr_path = Path(stderr_file.name)
     proc = subprocess.Popen(
         [str(binary), "demo", "--port", "0"],
+        # Every native jq answer is checked against jaq's: a disagreement fails the call.
+        env={**os.environ, "PORTICO_JQ_CROSSCHECK": "1"},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=stderr_file,

@@ -1,0 +1,1558 @@
+//! A native evaluator for the jq subset most mappings use (paths, object and array construction,
+//! literals, `if`, `select`, `//`, arithmetic, string helpers, non-recursive `def`s), run directly
+//! on `serde_json` values. It never guesses: a program outside the subset is not compiled here,
+//! and a run that meets anything it does not model exactly (any error, a multi-output operand,
+//! an odd number) stops with [`Stop::Fallback`] so the caller runs jaq, the reference, instead.
+
+use jaq_core::load::lex::StrPart;
+use jaq_core::load::parse::{BinaryOp, Def, Pattern, Term};
+use jaq_core::ops::{Cmp, Math};
+use jaq_core::path::{Opt, Part};
+use serde_json::{Map, Number, Value};
+use std::cell::RefCell;
+use std::cmp::Ordering;
+use std::rc::Rc;
+
+/// Why a native run did not produce its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// Something outside the exactly-modelled subset happened: run jaq instead.
+    Fallback,
+    /// The first output was taken; evaluation stops early (jaq is lazy the same way).
+    Done,
+}
+
+type Res = Result<(), Stop>;
+
+/// Global variables, in slot order (the same names the jaq side binds).
+const GLOBALS: [&str; 3] = ["$args", "$status", "$meta"];
+
+/// Deepest chain of inlined `def` calls; deeper means recursion, which jaq handles.
+const MAX_INLINE: usize = 12;
+
+/// Most expression nodes one program may inline to (definitions used many times multiply).
+const MAX_NODES: usize = 20_000;
+
+#[derive(Debug, Clone)]
+enum Expr {
+    Id,
+    Empty,
+    Lit(Value),
+    Str(Vec<Seg>),
+    Arr(Option<Box<Expr>>),
+    Obj(Vec<(Key, Expr)>),
+    Neg(Box<Expr>),
+    Pipe(Box<Expr>, Box<Expr>),
+    Bind(Box<Expr>, usize, Box<Expr>),
+    Comma(Box<Expr>, Box<Expr>),
+    Alt(Box<Expr>, Box<Expr>),
+    And(Box<Expr>, Box<Expr>),
+    Or(Box<Expr>, Box<Expr>),
+    Math(Math, Box<Expr>, Box<Expr>),
+    Cmp(Cmp, Box<Expr>, Box<Expr>),
+    If(Vec<(Expr, Expr)>, Box<Expr>),
+    Var(usize),
+    Path(Box<Expr>, Vec<Step>),
+    Call(Builtin, Vec<Expr>),
+}
+
+#[derive(Debug, Clone)]
+enum Seg {
+    Text(String),
+    Interp(Expr),
+}
+
+#[derive(Debug, Clone)]
+enum Key {
+    Static(String),
+    Dynamic(Expr),
+}
+
+#[derive(Debug, Clone)]
+enum Step {
+    Field(String),
+    Index(Expr),
+    Slice(Option<Expr>, Option<Expr>),
+    Iter,
+    /// `?`: the step's own access errors yield nothing.
+    Try(Box<Step>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Builtin {
+    Length,
+    ToString,
+    ToNumber,
+    Type,
+    Keys,
+    Add,
+    AsciiDowncase,
+    AsciiUpcase,
+    Split,
+    Join,
+    StartsWith,
+    EndsWith,
+    LtrimStr,
+    RtrimStr,
+    Has,
+    ToEntries,
+    FromEntries,
+    /// `error` and `error(msg)`: jaq reports it, with its own message.
+    Error,
+}
+
+/// A program the native evaluator runs exactly.
+#[derive(Debug, Clone)]
+pub struct Program {
+    expr: Expr,
+    slots: usize,
+}
+
+/// Compile-time scope: definitions, filter parameters and variables, innermost first.
+enum Scope<'s> {
+    Root,
+    /// A definition; its body sees `parent` (and itself, when inlined).
+    Def {
+        def: &'s Def<&'s str, Term<&'s str>>,
+        parent: Rc<Scope<'s>>,
+    },
+    Filter {
+        name: &'s str,
+        expr: Expr,
+        parent: Rc<Scope<'s>>,
+    },
+    Var {
+        name: &'s str,
+        slot: usize,
+        parent: Rc<Scope<'s>>,
+    },
+}
+
+enum Found<'s> {
+    Def(&'s Def<&'s str, Term<&'s str>>, Rc<Scope<'s>>),
+    Filter(Expr),
+}
+
+impl<'s> Scope<'s> {
+    fn find_call(self: &Rc<Self>, name: &str, arity: usize) -> Option<Found<'s>> {
+        let mut cur = self.clone();
+        loop {
+            let next = match &*cur {
+                Scope::Root => return None,
+                Scope::Def { def, parent } => {
+                    if def.name == name && def.args.len() == arity {
+                        return Some(Found::Def(def, parent.clone()));
+                    }
+                    parent.clone()
+                }
+                Scope::Filter {
+                    name: n,
+                    expr,
+                    parent,
+                } => {
+                    if *n == name && arity == 0 {
+                        return Some(Found::Filter(expr.clone()));
+                    }
+                    parent.clone()
+                }
+                Scope::Var { parent, .. } => parent.clone(),
+            };
+            cur = next;
+        }
+    }
+
+    fn find_var(self: &Rc<Self>, name: &str) -> Option<usize> {
+        let mut cur = self.clone();
+        loop {
+            let next = match &*cur {
+                Scope::Root => return GLOBALS.iter().position(|g| *g == name),
+                Scope::Var { name: n, slot, .. } if *n == name => return Some(*slot),
+                Scope::Var { parent, .. }
+                | Scope::Def { parent, .. }
+                | Scope::Filter { parent, .. } => parent.clone(),
+            };
+            cur = next;
+        }
+    }
+}
+
+struct Compiler {
+    slots: usize,
+    depth: usize,
+    nodes: usize,
+}
+
+/// Outside the subset: jaq runs this program.
+struct Unsupported;
+
+type C<T> = Result<T, Unsupported>;
+
+impl Program {
+    /// Parses `code` with jaq's own parser and compiles it if every construct is in the subset.
+    pub fn compile(code: &str) -> Option<Program> {
+        let tokens = jaq_core::load::Lexer::new(code).lex().ok()?;
+        let term = jaq_core::load::Parser::new(&tokens)
+            .parse(|p| p.term())
+            .ok()?;
+        let mut c = Compiler {
+            slots: GLOBALS.len(),
+            depth: 0,
+            nodes: 0,
+        };
+        let expr = c.term(&term, &Rc::new(Scope::Root)).ok()?;
+        Some(Program {
+            expr,
+            slots: c.slots,
+        })
+    }
+
+    /// Runs the program on `input` with the global variables in [`GLOBALS`] order; returns
+    /// the first output (or `None`), or `Stop::Fallback` when jaq must decide.
+    pub fn run(&self, input: &Value, globals: [Value; 3]) -> Result<Option<Value>, Stop> {
+        let mut slots: Vec<Rc<Value>> = Vec::with_capacity(self.slots);
+        for g in globals {
+            slots.push(Rc::new(g));
+        }
+        slots.resize_with(self.slots, || Rc::new(Value::Null));
+        let ev = Eval {
+            slots: RefCell::new(slots),
+        };
+        let mut first = None;
+        let r = ev.each(&self.expr, input, &mut |v| {
+            first = Some(v);
+            Err(Stop::Done)
+        });
+        match r {
+            Ok(()) | Err(Stop::Done) => Ok(first),
+            Err(Stop::Fallback) => Err(Stop::Fallback),
+        }
+    }
+}
+
+fn b(e: Expr) -> Box<Expr> {
+    Box::new(e)
+}
+
+fn lit_str(parts: &[StrPart<&str, Term<&str>>]) -> Option<String> {
+    let mut s = String::new();
+    for p in parts {
+        match p {
+            StrPart::Str(t) => s.push_str(t),
+            StrPart::Char(c) => s.push(*c),
+            StrPart::Term(_) => return None,
+        }
+    }
+    Some(s)
+}
+
+impl Compiler {
+    fn slot(&mut self) -> usize {
+        self.slots += 1;
+        self.slots - 1
+    }
+
+    fn term<'s>(&mut self, t: &'s Term<&'s str>, sc: &Rc<Scope<'s>>) -> C<Expr> {
+        self.nodes += 1;
+        if self.nodes > MAX_NODES {
+            return Err(Unsupported);
+        }
+        Ok(match t {
+            Term::Id => Expr::Id,
+            Term::Num(n) => Expr::Lit(number_literal(n).ok_or(Unsupported)?),
+            Term::Str(None, parts) => match lit_str(parts) {
+                Some(s) => Expr::Lit(Value::String(s)),
+                None => {
+                    let mut segs = Vec::with_capacity(parts.len());
+                    for p in parts {
+                        segs.push(match p {
+                            StrPart::Str(t) => Seg::Text((*t).to_string()),
+                            StrPart::Char(c) => Seg::Text(c.to_string()),
+                            StrPart::Term(t) => Seg::Interp(self.term(t, sc)?),
+                        });
+                    }
+                    Expr::Str(segs)
+                }
+            },
+            Term::Arr(None) => Expr::Lit(Value::Array(Vec::new())),
+            Term::Arr(Some(t)) => Expr::Arr(Some(b(self.term(t, sc)?))),
+            Term::Obj(entries) => {
+                let mut out = Vec::with_capacity(entries.len());
+                for (k, v) in entries {
+                    out.push(self.entry(k, v.as_ref(), sc)?);
+                }
+                // A literal object (a lookup table, say) is built once, here.
+                if out
+                    .iter()
+                    .all(|(k, v)| matches!((k, v), (Key::Static(_), Expr::Lit(_))))
+                {
+                    let mut m = Map::with_capacity(out.len());
+                    for (k, v) in out {
+                        if let (Key::Static(k), Expr::Lit(v)) = (k, v) {
+                            m.insert(k, v);
+                        }
+                    }
+                    Expr::Lit(Value::Object(m))
+                } else {
+                    Expr::Obj(out)
+                }
+            }
+            Term::Neg(t) => Expr::Neg(b(self.term(t, sc)?)),
+            Term::BinOp(l, op, r) => {
+                let left = self.term(l, sc)?;
+                match op {
+                    BinaryOp::Pipe(None) => Expr::Pipe(b(left), b(self.term(r, sc)?)),
+                    BinaryOp::Pipe(Some(Pattern::Var(name))) => {
+                        let slot = self.slot();
+                        let inner = Rc::new(Scope::Var {
+                            name,
+                            slot,
+                            parent: sc.clone(),
+                        });
+                        Expr::Bind(b(left), slot, b(self.term(r, &inner)?))
+                    }
+                    BinaryOp::Comma => Expr::Comma(b(left), b(self.term(r, sc)?)),
+                    BinaryOp::Alt => Expr::Alt(b(left), b(self.term(r, sc)?)),
+                    BinaryOp::And => Expr::And(b(left), b(self.term(r, sc)?)),
+                    BinaryOp::Or => Expr::Or(b(left), b(self.term(r, sc)?)),
+                    BinaryOp::Math(m) => Expr::Math(*m, b(left), b(self.term(r, sc)?)),
+                    BinaryOp::Cmp(c) => Expr::Cmp(*c, b(left), b(self.term(r, sc)?)),
+                    _ => return Err(Unsupported),
+                }
+            }
+            Term::IfThenElse(branches, other) => {
+                let mut out = Vec::with_capacity(branches.len());
+                for (cond, then) in branches {
+                    out.push((self.term(cond, sc)?, self.term(then, sc)?));
+                }
+                let other = match other {
+                    Some(t) => self.term(t, sc)?,
+                    None => Expr::Id,
+                };
+                Expr::If(out, b(other))
+            }
+            Term::Def(defs, body) => {
+                // Each definition sees the ones before it (and itself, see `inline`).
+                let mut scope = sc.clone();
+                for def in defs {
+                    scope = Rc::new(Scope::Def { def, parent: scope });
+                }
+                self.term(body, &scope)?
+            }
+            Term::Call(name, args) => self.call(name, args, sc)?,
+            Term::Var(name) => Expr::Var(sc.find_var(name).ok_or(Unsupported)?),
+            Term::Path(root, path) => {
+                let root = self.term(root, sc)?;
+                let mut steps = Vec::with_capacity(path.0.len());
+                for (part, opt) in &path.0 {
+                    let step = match part {
+                        Part::Index(Term::Str(None, parts)) if lit_str(parts).is_some() => {
+                            Step::Field(lit_str(parts).unwrap_or_default())
+                        }
+                        Part::Index(i) => Step::Index(self.term(i, sc)?),
+                        Part::Range(None, None) => Step::Iter,
+                        Part::Range(from, to) => Step::Slice(
+                            from.as_ref().map(|t| self.term(t, sc)).transpose()?,
+                            to.as_ref().map(|t| self.term(t, sc)).transpose()?,
+                        ),
+                    };
+                    steps.push(match opt {
+                        Opt::Essential => step,
+                        Opt::Optional => Step::Try(Box::new(step)),
+                    });
+                }
+                Expr::Path(b(root), steps)
+            }
+            _ => return Err(Unsupported),
+        })
+    }
+
+    fn entry<'s>(
+        &mut self,
+        k: &'s Term<&'s str>,
+        v: Option<&'s Term<&'s str>>,
+        sc: &Rc<Scope<'s>>,
+    ) -> C<(Key, Expr)> {
+        Ok(match (k, v) {
+            // `{$x}` is `{x: $x}`.
+            (Term::Var(name), None) => (
+                Key::Static(name.trim_start_matches('$').to_string()),
+                Expr::Var(sc.find_var(name).ok_or(Unsupported)?),
+            ),
+            (Term::Str(None, parts), value) => {
+                let key = lit_str(parts).ok_or(Unsupported)?;
+                let value = match value {
+                    Some(v) => self.term(v, sc)?,
+                    // `{a}` is `{a: .a}`.
+                    None => Expr::Path(b(Expr::Id), vec![Step::Field(key.clone())]),
+                };
+                (Key::Static(key), value)
+            }
+            (k, Some(v)) => (Key::Dynamic(self.term(k, sc)?), self.term(v, sc)?),
+            _ => return Err(Unsupported),
+        })
+    }
+
+    fn call<'s>(
+        &mut self,
+        name: &'s str,
+        args: &'s [Term<&'s str>],
+        sc: &Rc<Scope<'s>>,
+    ) -> C<Expr> {
+        match sc.find_call(name, args.len()) {
+            Some(Found::Filter(e)) => return Ok(e),
+            Some(Found::Def(def, home)) => return self.inline(def, home, args, sc),
+            None => {}
+        }
+        let mut a = Vec::with_capacity(args.len());
+        for t in args {
+            a.push(self.term(t, sc)?);
+        }
+        let one = |mut a: Vec<Expr>| a.pop().ok_or(Unsupported);
+        let call = |f: Builtin, a: Vec<Expr>| Ok(Expr::Call(f, a));
+        match (name, a.len()) {
+            ("empty", 0) => Ok(Expr::Empty),
+            ("null", 0) => Ok(Expr::Lit(Value::Null)),
+            ("true", 0) => Ok(Expr::Lit(Value::Bool(true))),
+            ("false", 0) => Ok(Expr::Lit(Value::Bool(false))),
+            ("not", 0) => Ok(Expr::If(
+                vec![(Expr::Id, Expr::Lit(Value::Bool(false)))],
+                b(Expr::Lit(Value::Bool(true))),
+            )),
+            ("select", 1) => Ok(Expr::If(vec![(one(a)?, Expr::Id)], b(Expr::Empty))),
+            ("values", 0) => Ok(Expr::If(
+                vec![(
+                    Expr::Cmp(Cmp::Ne, b(Expr::Id), b(Expr::Lit(Value::Null))),
+                    Expr::Id,
+                )],
+                b(Expr::Empty),
+            )),
+            ("map", 1) => Ok(Expr::Arr(Some(b(Expr::Pipe(
+                b(Expr::Path(b(Expr::Id), vec![Step::Iter])),
+                b(one(a)?),
+            ))))),
+            ("first", 0) => Ok(Expr::Path(
+                b(Expr::Id),
+                vec![Step::Index(Expr::Lit(Value::from(0)))],
+            )),
+            ("last", 0) => Ok(Expr::Path(
+                b(Expr::Id),
+                vec![Step::Index(Expr::Lit(Value::from(-1)))],
+            )),
+            ("length", 0) => call(Builtin::Length, a),
+            ("tostring", 0) => call(Builtin::ToString, a),
+            ("tonumber", 0) => call(Builtin::ToNumber, a),
+            ("type", 0) => call(Builtin::Type, a),
+            ("keys", 0) => call(Builtin::Keys, a),
+            ("add", 0) => call(Builtin::Add, a),
+            ("ascii_downcase", 0) => call(Builtin::AsciiDowncase, a),
+            ("ascii_upcase", 0) => call(Builtin::AsciiUpcase, a),
+            ("split", 1) => call(Builtin::Split, a),
+            ("join", 1) => call(Builtin::Join, a),
+            ("startswith", 1) => call(Builtin::StartsWith, a),
+            ("endswith", 1) => call(Builtin::EndsWith, a),
+            ("ltrimstr", 1) => call(Builtin::LtrimStr, a),
+            ("rtrimstr", 1) => call(Builtin::RtrimStr, a),
+            ("has", 1) => call(Builtin::Has, a),
+            ("to_entries", 0) => call(Builtin::ToEntries, a),
+            ("from_entries", 0) => call(Builtin::FromEntries, a),
+            ("with_entries", 1) => Ok(Expr::Pipe(
+                b(Expr::Call(Builtin::ToEntries, Vec::new())),
+                b(Expr::Pipe(
+                    b(Expr::Arr(Some(b(Expr::Pipe(
+                        b(Expr::Path(b(Expr::Id), vec![Step::Iter])),
+                        b(one(a)?),
+                    ))))),
+                    b(Expr::Call(Builtin::FromEntries, Vec::new())),
+                )),
+            )),
+            ("error", 0 | 1) => call(Builtin::Error, a),
+            _ => Err(Unsupported),
+        }
+    }
+
+    /// Inlines a user definition: filter parameters become the caller's expressions,
+    /// `$x` parameters bind variables (`def f($x): g` is `def f(x): x as $x | g`).
+    fn inline<'s>(
+        &mut self,
+        def: &'s Def<&'s str, Term<&'s str>>,
+        home: Rc<Scope<'s>>,
+        args: &'s [Term<&'s str>],
+        sc: &Rc<Scope<'s>>,
+    ) -> C<Expr> {
+        if self.depth >= MAX_INLINE {
+            return Err(Unsupported);
+        }
+        self.depth += 1;
+        // The body sees the definition itself (recursion ends at MAX_INLINE).
+        let mut scope = Rc::new(Scope::Def { def, parent: home });
+        let mut binds = Vec::new();
+        for (param, arg) in def.args.iter().zip(args) {
+            let arg = self.term(arg, sc)?;
+            if param.starts_with('$') {
+                let slot = self.slot();
+                binds.push((arg, slot));
+                scope = Rc::new(Scope::Var {
+                    name: param,
+                    slot,
+                    parent: scope,
+                });
+            } else {
+                scope = Rc::new(Scope::Filter {
+                    name: param,
+                    expr: arg,
+                    parent: scope,
+                });
+            }
+        }
+        let mut body = self.term(&def.body, &scope)?;
+        for (arg, slot) in binds.into_iter().rev() {
+            body = Expr::Bind(b(arg), slot, b(body));
+        }
+        self.depth -= 1;
+        Ok(body)
+    }
+}
+
+/// Number literals the way jaq reads them: integers as machine integers, decimals as floats.
+fn number_literal(n: &str) -> Option<Value> {
+    if n.bytes().all(|c| c.is_ascii_digit()) {
+        return n.parse::<i64>().ok().map(Value::from);
+    }
+    let f: f64 = n.parse().ok()?;
+    Number::from_f64(f).map(Value::Number)
+}
+
+static NULL: Value = Value::Null;
+
+struct Eval {
+    slots: RefCell<Vec<Rc<Value>>>,
+}
+
+type Out<'a> = &'a mut dyn FnMut(Value) -> Res;
+type OutRef<'a> = &'a mut dyn FnMut(&Value) -> Res;
+
+fn truthy(v: &Value) -> bool {
+    !matches!(v, Value::Null | Value::Bool(false))
+}
+
+#[derive(Clone, Copy)]
+enum N {
+    I(i64),
+    F(f64),
+}
+
+fn num(v: &Value) -> Result<N, Stop> {
+    match v {
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => Ok(N::I(i)),
+            None if n.is_f64() => n.as_f64().map(N::F).ok_or(Stop::Fallback),
+            None => Err(Stop::Fallback),
+        },
+        _ => Err(Stop::Fallback),
+    }
+}
+
+fn from_n(n: N) -> Result<Value, Stop> {
+    match n {
+        N::I(i) => Ok(Value::from(i)),
+        N::F(f) => Number::from_f64(f).map(Value::Number).ok_or(Stop::Fallback),
+    }
+}
+
+fn as_f(n: N) -> f64 {
+    match n {
+        N::I(i) => i as f64,
+        N::F(f) => f,
+    }
+}
+
+fn arith(op: Math, l: Value, r: Value) -> Result<Value, Stop> {
+    match (op, l, r) {
+        (Math::Add, Value::Null, r) => Ok(r),
+        (Math::Add, l, Value::Null) => Ok(l),
+        (Math::Add, Value::String(mut a), Value::String(b)) => {
+            a.push_str(&b);
+            Ok(Value::String(a))
+        }
+        (Math::Add, Value::Array(mut a), Value::Array(b)) => {
+            a.extend(b);
+            Ok(Value::Array(a))
+        }
+        (Math::Add, Value::Object(mut a), Value::Object(b)) => {
+            for (k, v) in b {
+                a.insert(k, v);
+            }
+            Ok(Value::Object(a))
+        }
+        (op @ (Math::Add | Math::Sub | Math::Mul), l @ Value::Number(_), r @ Value::Number(_)) => {
+            let (x, y) = (num(&l)?, num(&r)?);
+            let n = match (x, y) {
+                (N::I(a), N::I(b)) => N::I(
+                    match op {
+                        Math::Add => a.checked_add(b),
+                        Math::Sub => a.checked_sub(b),
+                        _ => a.checked_mul(b),
+                    }
+                    .ok_or(Stop::Fallback)?,
+                ),
+                _ => {
+                    let (a, b) = (as_f(x), as_f(y));
+                    N::F(match op {
+                        Math::Add => a + b,
+                        Math::Sub => a - b,
+                        _ => a * b,
+                    })
+                }
+            };
+            from_n(n)
+        }
+        _ => Err(Stop::Fallback),
+    }
+}
+
+fn rank(v: &Value) -> u8 {
+    match v {
+        Value::Null => 0,
+        Value::Bool(_) => 1,
+        Value::Number(_) => 2,
+        Value::String(_) => 3,
+        Value::Array(_) => 4,
+        Value::Object(_) => 5,
+    }
+}
+
+fn num_cmp(a: &Value, b: &Value) -> Result<Ordering, Stop> {
+    match (num(a)?, num(b)?) {
+        (N::I(x), N::I(y)) => Ok(x.cmp(&y)),
+        (x, y) => as_f(x).partial_cmp(&as_f(y)).ok_or(Stop::Fallback),
+    }
+}
+
+/// jq's total order, for the cases modelled exactly (objects are left to jaq).
+fn order(a: &Value, b: &Value) -> Result<Ordering, Stop> {
+    match (a, b) {
+        (Value::Null, Value::Null) => Ok(Ordering::Equal),
+        (Value::Bool(x), Value::Bool(y)) => Ok(x.cmp(y)),
+        (Value::Number(_), Value::Number(_)) => num_cmp(a, b),
+        (Value::String(x), Value::String(y)) => Ok(x.as_bytes().cmp(y.as_bytes())),
+        (Value::Array(x), Value::Array(y)) => {
+            for (p, q) in x.iter().zip(y) {
+                match order(p, q)? {
+                    Ordering::Equal => {}
+                    o => return Ok(o),
+                }
+            }
+            Ok(x.len().cmp(&y.len()))
+        }
+        (Value::Object(_), Value::Object(_)) => Err(Stop::Fallback),
+        _ => Ok(rank(a).cmp(&rank(b))),
+    }
+}
+
+fn equal(a: &Value, b: &Value) -> Result<bool, Stop> {
+    Ok(match (a, b) {
+        (Value::Number(_), Value::Number(_)) => num_cmp(a, b)? == Ordering::Equal,
+        (Value::Array(x), Value::Array(y)) => {
+            if x.len() != y.len() {
+                return Ok(false);
+            }
+            for (p, q) in x.iter().zip(y) {
+                if !equal(p, q)? {
+                    return Ok(false);
+                }
+            }
+            true
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            if x.len() != y.len() {
+                return Ok(false);
+            }
+            for (k, p) in x {
+                match y.get(k) {
+                    Some(q) if equal(p, q)? => {}
+                    _ => return Ok(false),
+                }
+            }
+            true
+        }
+        _ => a == b,
+    })
+}
+
+fn compare(op: Cmp, a: &Value, b: &Value) -> Result<bool, Stop> {
+    Ok(match op {
+        Cmp::Eq => equal(a, b)?,
+        Cmp::Ne => !equal(a, b)?,
+        Cmp::Lt => order(a, b)? == Ordering::Less,
+        Cmp::Le => order(a, b)? != Ordering::Greater,
+        Cmp::Gt => order(a, b)? == Ordering::Greater,
+        Cmp::Ge => order(a, b)? != Ordering::Less,
+    })
+}
+
+/// `tostring` (and string interpolation) for the values whose text is unambiguous.
+fn to_text(v: &Value) -> Result<String, Stop> {
+    match v {
+        Value::String(s) => Ok(s.clone()),
+        Value::Null => Ok("null".into()),
+        Value::Bool(b) => Ok(b.to_string()),
+        Value::Number(n) => n.as_i64().map(|i| i.to_string()).ok_or(Stop::Fallback),
+        _ => Err(Stop::Fallback),
+    }
+}
+
+/// An index that jq reads as a position: a non-negative or negative machine integer.
+fn position(i: &Value, len: usize) -> Result<Option<usize>, Stop> {
+    let i = i.as_i64().ok_or(Stop::Fallback)?;
+    let len = i64::try_from(len).map_err(|_| Stop::Fallback)?;
+    let at = if i < 0 { len + i } else { i };
+    Ok((0..len).contains(&at).then_some(at as usize))
+}
+
+fn bound(v: Option<Value>, len: usize) -> Result<Option<usize>, Stop> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => {
+            let i = v.as_i64().ok_or(Stop::Fallback)?;
+            // Negative bounds count from the end; left to jaq.
+            let i = usize::try_from(i).map_err(|_| Stop::Fallback)?;
+            Ok(Some(i.min(len)))
+        }
+    }
+}
+
+impl Eval {
+    fn var(&self, slot: usize) -> Result<Rc<Value>, Stop> {
+        self.slots.borrow().get(slot).cloned().ok_or(Stop::Fallback)
+    }
+
+    /// Exactly one output, else jaq decides (Cartesian products, empty operands).
+    fn one(&self, e: &Expr, input: &Value) -> Result<Value, Stop> {
+        match e {
+            Expr::Lit(v) => return Ok(v.clone()),
+            Expr::Id => return Ok(input.clone()),
+            _ => {}
+        }
+        let mut got: Option<Value> = None;
+        let mut many = false;
+        self.each(e, input, &mut |v| {
+            if got.is_some() {
+                many = true;
+                return Err(Stop::Fallback);
+            }
+            got = Some(v);
+            Ok(())
+        })?;
+        match (got, many) {
+            (Some(v), false) => Ok(v),
+            _ => Err(Stop::Fallback),
+        }
+    }
+
+    /// Outputs by reference where the expression is a path into the input or a variable.
+    fn each_ref(&self, e: &Expr, input: &Value, out: OutRef<'_>) -> Res {
+        match e {
+            Expr::Id => out(input),
+            Expr::Lit(v) => out(v),
+            Expr::Var(slot) => {
+                let v = self.var(*slot)?;
+                out(&v)
+            }
+            Expr::Path(root, steps) if matches!(**root, Expr::Id | Expr::Var(_)) => match &**root {
+                Expr::Var(slot) => {
+                    let v = self.var(*slot)?;
+                    self.steps(&v, steps, input, out)
+                }
+                _ => self.steps(input, steps, input, out),
+            },
+            Expr::Pipe(l, r) => self.each_ref(l, input, &mut |v| self.each_ref(r, v, out)),
+            _ => self.each(e, input, &mut |v| out(&v)),
+        }
+    }
+
+    fn steps(&self, cur: &Value, steps: &[Step], orig: &Value, out: OutRef<'_>) -> Res {
+        let Some((step, rest)) = steps.split_first() else {
+            return out(cur);
+        };
+        match step {
+            Step::Try(inner) => self.step(cur, inner, true, rest, orig, out),
+            step => self.step(cur, step, false, rest, orig, out),
+        }
+    }
+
+    /// One path step; `opt` (`?`) turns jaq's certain access errors into no output. Errors of
+    /// the steps after it, and cases jaq might accept, still hand over to jaq.
+    fn step(
+        &self,
+        cur: &Value,
+        step: &Step,
+        opt: bool,
+        rest: &[Step],
+        orig: &Value,
+        out: OutRef<'_>,
+    ) -> Res {
+        let miss = || if opt { Ok(()) } else { Err(Stop::Fallback) };
+        match step {
+            Step::Try(inner) => self.step(cur, inner, true, rest, orig, out),
+            Step::Field(k) => match cur {
+                Value::Object(m) => self.steps(m.get(k).unwrap_or(&NULL), rest, orig, out),
+                Value::Null => self.steps(&NULL, rest, orig, out),
+                _ => miss(),
+            },
+            Step::Iter => match cur {
+                Value::Array(a) => {
+                    for x in a {
+                        self.steps(x, rest, orig, out)?;
+                    }
+                    Ok(())
+                }
+                Value::Object(m) => {
+                    for x in m.values() {
+                        self.steps(x, rest, orig, out)?;
+                    }
+                    Ok(())
+                }
+                _ => miss(),
+            },
+            Step::Index(i) => {
+                let i = self.one(i, orig)?;
+                match (cur, &i) {
+                    (Value::Null, _) => self.steps(&NULL, rest, orig, out),
+                    (Value::Object(m), Value::String(k)) => {
+                        self.steps(m.get(k).unwrap_or(&NULL), rest, orig, out)
+                    }
+                    // jaq looks any other key up in an object, and finds nothing.
+                    (Value::Object(_), _) => self.steps(&NULL, rest, orig, out),
+                    (Value::Array(a), Value::Number(_)) => {
+                        let at = position(&i, a.len())?;
+                        self.steps(at.map_or(&NULL, |p| &a[p]), rest, orig, out)
+                    }
+                    // Certain errors in jaq: scalars have no members, arrays no names.
+                    (Value::Bool(_) | Value::Number(_), _)
+                    | (Value::String(_), Value::Null | Value::Bool(_) | Value::Number(_))
+                    | (Value::String(_), Value::String(_) | Value::Array(_))
+                    | (Value::Array(_), Value::Null | Value::Bool(_) | Value::String(_)) => miss(),
+                    _ => Err(Stop::Fallback),
+                }
+            }
+            Step::Slice(from, to) => {
+                let from = from.as_ref().map(|e| self.one(e, orig)).transpose()?;
+                let to = to.as_ref().map(|e| self.one(e, orig)).transpose()?;
+                let sliced = match cur {
+                    Value::Array(a) => {
+                        let (s, e) = (bound(from, a.len())?, bound(to, a.len())?);
+                        let (s, e) = (s.unwrap_or(0), e.unwrap_or(a.len()));
+                        Value::Array(a.get(s..e.max(s)).unwrap_or_default().to_vec())
+                    }
+                    Value::String(text) => {
+                        let n = text.chars().count();
+                        let (s, e) = (bound(from, n)?, bound(to, n)?);
+                        let (s, e) = (s.unwrap_or(0), e.unwrap_or(n));
+                        Value::String(text.chars().skip(s).take(e.saturating_sub(s)).collect())
+                    }
+                    Value::Null | Value::Bool(_) | Value::Number(_) | Value::Object(_) => {
+                        return miss();
+                    }
+                };
+                self.steps(&sliced, rest, orig, out)
+            }
+        }
+    }
+
+    fn each(&self, e: &Expr, input: &Value, out: Out<'_>) -> Res {
+        match e {
+            Expr::Id => out(input.clone()),
+            Expr::Empty => Ok(()),
+            Expr::Lit(v) => out(v.clone()),
+            Expr::Var(_) | Expr::Path(..) => self.each_path(e, input, out),
+            Expr::Str(segs) => {
+                let mut s = String::new();
+                for seg in segs {
+                    match seg {
+                        Seg::Text(t) => s.push_str(t),
+                        Seg::Interp(e) => s.push_str(&to_text(&self.one(e, input)?)?),
+                    }
+                }
+                out(Value::String(s))
+            }
+            Expr::Arr(None) => out(Value::Array(Vec::new())),
+            Expr::Arr(Some(inner)) => {
+                let mut items = Vec::new();
+                self.each(inner, input, &mut |v| {
+                    items.push(v);
+                    Ok(())
+                })?;
+                out(Value::Array(items))
+            }
+            Expr::Obj(entries) => {
+                let mut m = Map::with_capacity(entries.len());
+                for (k, v) in entries {
+                    let key = match k {
+                        Key::Static(s) => s.clone(),
+                        Key::Dynamic(e) => match self.one(e, input)? {
+                            Value::String(s) => s,
+                            _ => return Err(Stop::Fallback),
+                        },
+                    };
+                    m.insert(key, self.one(v, input)?);
+                }
+                out(Value::Object(m))
+            }
+            Expr::Neg(inner) => {
+                let n = match num(&self.one(inner, input)?)? {
+                    N::I(i) => N::I(i.checked_neg().ok_or(Stop::Fallback)?),
+                    N::F(f) => N::F(-f),
+                };
+                out(from_n(n)?)
+            }
+            Expr::Pipe(l, r) => {
+                if is_ref_path(l) {
+                    self.each_ref(l, input, &mut |v| self.each(r, v, out))
+                } else {
+                    self.each(l, input, &mut |v| self.each(r, &v, out))
+                }
+            }
+            Expr::Bind(l, slot, r) => self.each(l, input, &mut |v| {
+                let prev = {
+                    let mut slots = self.slots.borrow_mut();
+                    let cell = slots.get_mut(*slot).ok_or(Stop::Fallback)?;
+                    std::mem::replace(cell, Rc::new(v))
+                };
+                let r = self.each(r, input, out);
+                if let Some(cell) = self.slots.borrow_mut().get_mut(*slot) {
+                    *cell = prev;
+                }
+                r
+            }),
+            Expr::Comma(l, r) => {
+                self.each(l, input, out)?;
+                self.each(r, input, out)
+            }
+            Expr::Alt(l, r) => {
+                let mut any = false;
+                self.each(l, input, &mut |v| {
+                    if truthy(&v) {
+                        any = true;
+                        out(v)
+                    } else {
+                        Ok(())
+                    }
+                })?;
+                if any {
+                    Ok(())
+                } else {
+                    self.each(r, input, out)
+                }
+            }
+            Expr::And(l, r) => {
+                let v = truthy(&self.one(l, input)?) && truthy(&self.one(r, input)?);
+                out(Value::Bool(v))
+            }
+            Expr::Or(l, r) => {
+                let v = truthy(&self.one(l, input)?) || truthy(&self.one(r, input)?);
+                out(Value::Bool(v))
+            }
+            Expr::Math(op, l, r) => {
+                let (a, b) = (self.one(l, input)?, self.one(r, input)?);
+                out(arith(*op, a, b)?)
+            }
+            Expr::Cmp(op, l, r) => {
+                let v = if is_ref_path(l) && is_ref_path(r) {
+                    let mut res = None;
+                    self.one_ref(l, input, &mut |a| {
+                        self.one_ref(r, input, &mut |b| {
+                            res = Some(compare(*op, a, b)?);
+                            Ok(())
+                        })
+                    })?;
+                    res.ok_or(Stop::Fallback)?
+                } else {
+                    compare(*op, &self.one(l, input)?, &self.one(r, input)?)?
+                };
+                out(Value::Bool(v))
+            }
+            Expr::If(branches, other) => {
+                for (cond, then) in branches {
+                    let c = if is_ref_path(cond) {
+                        let mut c = None;
+                        self.one_ref(cond, input, &mut |v| {
+                            c = Some(truthy(v));
+                            Ok(())
+                        })?;
+                        c.ok_or(Stop::Fallback)?
+                    } else {
+                        truthy(&self.one(cond, input)?)
+                    };
+                    if c {
+                        return self.each(then, input, out);
+                    }
+                }
+                self.each(other, input, out)
+            }
+            Expr::Call(f, args) => self.builtin(*f, args, input, out),
+        }
+    }
+
+    /// Exactly one output of a reference path, passed by reference.
+    fn one_ref(&self, e: &Expr, input: &Value, out: OutRef<'_>) -> Res {
+        let mut seen = false;
+        self.each_ref(e, input, &mut |v| {
+            if seen {
+                return Err(Stop::Fallback);
+            }
+            seen = true;
+            out(v)
+        })?;
+        if seen { Ok(()) } else { Err(Stop::Fallback) }
+    }
+
+    fn each_path(&self, e: &Expr, input: &Value, out: Out<'_>) -> Res {
+        if is_ref_path(e) {
+            return self.each_ref(e, input, &mut |v| out(v.clone()));
+        }
+        match e {
+            Expr::Path(root, steps) => self.each(root, input, &mut |v| {
+                self.steps(&v, steps, input, &mut |x| out(x.clone()))
+            }),
+            _ => Err(Stop::Fallback),
+        }
+    }
+
+    fn builtin(&self, f: Builtin, args: &[Expr], input: &Value, out: Out<'_>) -> Res {
+        let arg = |i: usize| -> Result<Value, Stop> {
+            self.one(args.get(i).ok_or(Stop::Fallback)?, input)
+        };
+        let text = |v: &Value| -> Result<String, Stop> {
+            match v {
+                Value::String(s) => Ok(s.clone()),
+                _ => Err(Stop::Fallback),
+            }
+        };
+        let v = match f {
+            Builtin::Length => match input {
+                Value::Null => Value::from(0),
+                Value::String(s) => Value::from(s.chars().count()),
+                Value::Array(a) => Value::from(a.len()),
+                Value::Object(m) => Value::from(m.len()),
+                Value::Number(_) => match num(input)? {
+                    N::I(i) => Value::from(i.checked_abs().ok_or(Stop::Fallback)?),
+                    N::F(f) => from_n(N::F(f.abs()))?,
+                },
+                Value::Bool(_) => return Err(Stop::Fallback),
+            },
+            Builtin::ToString => Value::String(to_text(input)?),
+            Builtin::ToNumber => match input {
+                Value::Number(_) => input.clone(),
+                Value::String(s) if canonical_int(s) => {
+                    Value::from(s.parse::<i64>().map_err(|_| Stop::Fallback)?)
+                }
+                _ => return Err(Stop::Fallback),
+            },
+            Builtin::Type => Value::String(
+                match input {
+                    Value::Null => "null",
+                    Value::Bool(_) => "boolean",
+                    Value::Number(_) => "number",
+                    Value::String(_) => "string",
+                    Value::Array(_) => "array",
+                    Value::Object(_) => "object",
+                }
+                .into(),
+            ),
+            Builtin::Keys => match input {
+                Value::Object(m) => {
+                    let mut keys: Vec<&String> = m.keys().collect();
+                    keys.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+                    Value::Array(keys.into_iter().map(|k| Value::String(k.clone())).collect())
+                }
+                Value::Array(a) => Value::Array((0..a.len()).map(Value::from).collect()),
+                _ => return Err(Stop::Fallback),
+            },
+            Builtin::Add => {
+                let items: Vec<Value> = match input {
+                    Value::Array(a) => a.clone(),
+                    Value::Object(m) => m.values().cloned().collect(),
+                    _ => return Err(Stop::Fallback),
+                };
+                let mut acc = Value::Null;
+                for x in items {
+                    acc = arith(Math::Add, acc, x)?;
+                }
+                acc
+            }
+            Builtin::AsciiDowncase => Value::String(text(input)?.to_ascii_lowercase()),
+            Builtin::AsciiUpcase => Value::String(text(input)?.to_ascii_uppercase()),
+            Builtin::Split => {
+                let (s, sep) = (text(input)?, text(&arg(0)?)?);
+                if sep.is_empty() {
+                    return Err(Stop::Fallback);
+                }
+                if s.is_empty() {
+                    Value::Array(Vec::new())
+                } else {
+                    Value::Array(
+                        s.split(sep.as_str())
+                            .map(|p| Value::String(p.to_string()))
+                            .collect(),
+                    )
+                }
+            }
+            Builtin::Join => {
+                let sep = text(&arg(0)?)?;
+                let Value::Array(items) = input else {
+                    return Err(Stop::Fallback);
+                };
+                let mut s = String::new();
+                for (i, x) in items.iter().enumerate() {
+                    if i > 0 {
+                        s.push_str(&sep);
+                    }
+                    s.push_str(&to_text(x)?);
+                }
+                Value::String(s)
+            }
+            Builtin::StartsWith => Value::Bool(text(input)?.starts_with(&text(&arg(0)?)?)),
+            Builtin::EndsWith => Value::Bool(text(input)?.ends_with(&text(&arg(0)?)?)),
+            Builtin::LtrimStr | Builtin::RtrimStr => {
+                let fix = arg(0)?;
+                match (input, &fix) {
+                    (Value::String(s), Value::String(p)) => {
+                        let cut = if f == Builtin::LtrimStr {
+                            s.strip_prefix(p.as_str())
+                        } else {
+                            s.strip_suffix(p.as_str())
+                        };
+                        Value::String(cut.unwrap_or(s).to_string())
+                    }
+                    _ => return Err(Stop::Fallback),
+                }
+            }
+            Builtin::Has => match (input, &arg(0)?) {
+                (Value::Object(m), Value::String(k)) => Value::Bool(m.contains_key(k)),
+                (Value::Array(a), i @ Value::Number(_)) => {
+                    let i = i.as_i64().filter(|i| *i >= 0).ok_or(Stop::Fallback)?;
+                    Value::Bool((i as u64) < a.len() as u64)
+                }
+                _ => return Err(Stop::Fallback),
+            },
+            Builtin::ToEntries => match input {
+                Value::Object(m) => Value::Array(
+                    m.iter()
+                        .map(|(k, v)| {
+                            let mut e = Map::with_capacity(2);
+                            e.insert("key".into(), Value::String(k.clone()));
+                            e.insert("value".into(), v.clone());
+                            Value::Object(e)
+                        })
+                        .collect(),
+                ),
+                _ => return Err(Stop::Fallback),
+            },
+            Builtin::FromEntries => {
+                let Value::Array(items) = input else {
+                    return Err(Stop::Fallback);
+                };
+                let mut m = Map::with_capacity(items.len());
+                for item in items {
+                    let Value::Object(e) = item else {
+                        return Err(Stop::Fallback);
+                    };
+                    let Some(Value::String(k)) = e.get("key") else {
+                        return Err(Stop::Fallback);
+                    };
+                    m.insert(k.clone(), e.get("value").cloned().unwrap_or(Value::Null));
+                }
+                Value::Object(m)
+            }
+            Builtin::Error => return Err(Stop::Fallback),
+        };
+        out(v)
+    }
+}
+
+/// `-?[0-9]+` (leading zeros included, as jaq reads them; not a negative zero): the strings
+/// whose `tonumber` is a machine integer, unambiguously.
+fn canonical_int(s: &str) -> bool {
+    let (neg, digits) = match s.strip_prefix('-') {
+        Some(d) => (true, d),
+        None => (false, s),
+    };
+    !digits.is_empty()
+        && digits.len() <= 18
+        && digits.bytes().all(|c| c.is_ascii_digit())
+        && !(neg && digits.bytes().all(|c| c == b'0'))
+}
+
+fn is_ref_path(e: &Expr) -> bool {
+    match e {
+        Expr::Id | Expr::Var(_) | Expr::Lit(_) => true,
+        Expr::Path(root, _) => matches!(**root, Expr::Id | Expr::Var(_)),
+        Expr::Pipe(l, r) => is_ref_path(l) && is_ref_path(r),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::translate::transform::{Transform, Vars3};
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn args() -> Value {
+        json!({"service_id": "MASSAGE-60", "n": 3, "tags": ["a", "b"]})
+    }
+
+    fn meta() -> Value {
+        json!({"idempotency_key": "k-1"})
+    }
+
+    /// jaq's answer (`Err` for a run-time error).
+    fn reference(code: &str, input: &Value) -> Result<Option<Value>, String> {
+        let t = Transform::compile(code).expect("the reference compiles it");
+        let (a, m) = (args(), meta());
+        t.run_jaq(
+            input,
+            Vars3 {
+                args: &a,
+                status: 201,
+                meta: &m,
+            },
+        )
+        .map_err(|e| e.message)
+    }
+
+    fn native(code: &str, input: &Value) -> Result<Option<Value>, Stop> {
+        let p = Program::compile(code).unwrap_or_else(|| panic!("`{code}` is in the subset"));
+        p.run(input, [args(), Value::from(201), meta()])
+    }
+
+    /// The native answer equals jaq's; when jaq fails, the native run hands over to jaq.
+    fn same(code: &str, input: Value) {
+        match (reference(code, &input), native(code, &input)) {
+            (Ok(want), got) => assert_eq!(got, Ok(want), "`{code}` on {input}"),
+            (Err(e), got) => assert_eq!(
+                got,
+                Err(Stop::Fallback),
+                "`{code}` on {input}: jaq says {e}"
+            ),
+        }
+    }
+
+    #[test]
+    fn paths_literals_and_construction() {
+        let doc = json!({"a": {"b": [1, 2, {"c": "x"}]}, "s": "héllo wörld", "n": null, "t": true});
+        for code in [
+            ".",
+            ".a",
+            ".a.b",
+            ".a.b[2].c",
+            ".a.b[-1]",
+            ".a.b[7]",
+            ".missing",
+            ".n.x",
+            ".a.b[]",
+            "[.a.b[]]",
+            "{x: .s, y: [1, 2.5, \"z\", null, true, false]}",
+            "{s, t}",
+            "{(.s): 1}",
+            "{\"k\": .t, $args}",
+            ".a.b[1:]",
+            ".a.b[:2]",
+            ".s[1:4]",
+            ".s[3:]",
+            ".a.b | length",
+            ".s | length",
+            "{} | length",
+            "null | length",
+            "-3 | length",
+            "[.a.b[] | select(type == \"number\")]",
+            "[.a.b[] | numbers?]",
+            ".a.b[]?",
+            "[.s[]?]",
+            "[.t.x?]",
+            "[.s[0]?]",
+            "[.n[]?]",
+            ".a?.b",
+            ".s[1:]?",
+            "[.t[]?, 1]",
+            "[.a.b[]?.c?]",
+            "{a: 1, b: null} | with_entries(select(.value != null))",
+            "{a: 1} | to_entries",
+            "[{key: \"k\", value: 2}, {key: \"j\"}] | from_entries",
+            "if .t then error(\"stop\") else 1 end",
+            ".t | error",
+            "\"x=\\(.t) n=\\(.n) i=\\(1 + 2)\"",
+            "\"tab\\tquote\\\"\"",
+            "$args.service_id",
+            "$args[\"n\"]",
+            "$status",
+            "$meta.idempotency_key",
+            "first",
+            "[.a.b | first, last]",
+            ".a | keys",
+            ".a.b | has(0)",
+            "{a: 1} | has(\"a\")",
+            "[.a.b[] | type]",
+        ] {
+            // `numbers?` (try on a call) is outside the subset: the run must not be native.
+            if code.contains("numbers?") {
+                assert!(Program::compile(code).is_none(), "{code}");
+                continue;
+            }
+            same(code, doc.clone());
+        }
+    }
+
+    #[test]
+    fn operators_and_conditionals() {
+        let doc = json!({"x": 7, "y": 2.5, "s": "ab", "l": [3, 1], "o": {"k": 1}, "z": 0});
+        for code in [
+            ".x + 1",
+            ".x - 10",
+            ".x * 3",
+            ".x + .y",
+            ".y * 2",
+            "-.x",
+            ".s + \"cd\"",
+            ".l + [2]",
+            ".o + {j: 2}",
+            ".o + {k: 9}",
+            "null + .x",
+            ".x + null",
+            ".s + 1",
+            ".x == 7",
+            ".x == 7.0",
+            ".x != .y",
+            ".s < \"b\"",
+            ".l < [3, 2]",
+            "null < false",
+            "false < 0",
+            "0 < \"\"",
+            "\"\" < []",
+            "[] < {}",
+            ".x >= 7",
+            ".o == {k: 1}",
+            ".o == {k: 1.0}",
+            ".x > 3 and .s == \"ab\"",
+            ".z or false",
+            "if .x > 5 then \"big\" else \"small\" end",
+            "if .x > 50 then 1 elif .x > 5 then 2 else 3 end",
+            "if .missing then 1 end",
+            ".missing // \"d\"",
+            ".z // 9",
+            "false // null // 3",
+            "(.l[] | select(. > 2)) // 0",
+            "[.l[] | select(. > 5)] // 0",
+            ".x | not",
+            "[.l[] | . * 2]",
+            "[.l[], .x]",
+            ".l | map(. + 1)",
+            ".l | add",
+            "[\"a\", \"b\"] | add",
+            "{} | add",
+            ".o | to_entries? // 1",
+        ] {
+            if code.contains('?') {
+                assert!(Program::compile(code).is_none(), "{code}");
+                continue;
+            }
+            same(code, doc.clone());
+        }
+    }
+
+    #[test]
+    fn strings_definitions_and_variables() {
+        let doc = json!({"when": "2026-12-01T09:30", "name": "Ana Maria Silva", "code": "17",
+                         "e": "", "lz": "09", "f": "1.5", "neg": "-4", "mixed": ["a", 1, null, true]});
+        for code in [
+            ".name | split(\" \")",
+            ".name | split(\" \")[1:] | join(\" \")",
+            ".e | split(\",\")",
+            ".mixed | join(\"-\")",
+            ".name | ascii_downcase",
+            ".name | ascii_upcase",
+            ".name | startswith(\"Ana\")",
+            ".name | endswith(\"x\")",
+            ".name | ltrimstr(\"Ana \")",
+            ".name | rtrimstr(\"Silva\")",
+            ".code | tonumber",
+            ".neg | tonumber",
+            ".lz | tonumber",
+            "7 | tonumber",
+            ".code | tonumber | tostring",
+            "def hh: .[11:13] | tonumber; .when | hh * 60",
+            "def twice(f): f | f; 3 | twice(. * 2)",
+            "def add3($x; $y): $x + $y + .; 1 | add3(10; 100)",
+            ".name as $n | {n: $n, l: ($n | length)}",
+            "[.mixed[] as $m | $m]",
+            "def f: 1; def g: f + 1; def f: 10; g + f",
+            "def map(f): \"mine\"; [1] | map(. + 1)",
+            "def fact: if . <= 1 then 1 else . * (. - 1 | fact) end; 5 | fact",
+        ] {
+            match Program::compile(code) {
+                Some(_) => same(code, doc.clone()),
+                // Recursion is beyond the inlining depth: jaq runs it.
+                None => assert!(code.contains("fact"), "`{code}` should be native"),
+            }
+        }
+    }
+
+    #[test]
+    fn constructs_outside_the_subset_are_left_to_jaq() {
+        for code in [
+            "reduce .[] as $x (0; . + $x)",
+            "try .a catch 0",
+            "numbers?",
+            "..",
+            ".a = 1",
+            ".a |= 1",
+            "@base64",
+            "range(3)",
+            "tojson",
+            "label $f | 1",
+            "[.[] as [$a] | $a]",
+            "$__loc__",
+            "input",
+            "limit(1; .[])",
+            "error(\"x\") | 1 as $x | reduce .[] as $y (0; 1)",
+        ] {
+            assert!(
+                Program::compile(code).is_none(),
+                "`{code}` must not run natively"
+            );
+        }
+    }
+
+    #[test]
+    fn the_first_output_is_taken_lazily_like_jaq() {
+        // jaq stops after the first output, so the later error never happens.
+        same("1, (null | .[])", json!(null));
+        // ... and an error before any output is jaq's to report.
+        same("(null | .[]), 1", json!(null));
+        same(".[]", json!([1, 2, 3]));
+        same("empty", json!(1));
+    }
+
+    #[test]
+    fn numbers_it_cannot_read_exactly_are_handed_to_jaq() {
+        let doc = json!({"f": "1.5", "big": 9223372036854775807i64, "u": 18446744073709551615u64});
+        for code in [
+            ".f | tonumber",
+            "[1] | tostring",
+            ".big + 1",
+            ".u * 1",
+            ".u | tostring",
+            "1.5 | tostring",
+        ] {
+            assert_eq!(native(code, &doc), Err(Stop::Fallback), "{code}");
+            let t = Transform::compile(code).expect("compiles");
+            let (a, m) = (args(), meta());
+            let vars = Vars3 {
+                args: &a,
+                status: 201,
+                meta: &m,
+            };
+            assert_eq!(t.run(&doc, vars), t.run_jaq(&doc, vars), "{code}");
+        }
+    }
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            (-1000i64..1000).prop_map(Value::from),
+            (-100.0f64..100.0).prop_map(|f| json!(f)),
+            "[a-c ]{0,4}".prop_map(Value::String),
+            Just(json!("09")),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::vec(("[a-c]", inner), 0..4)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+
+        /// On arbitrary inputs the native evaluator either agrees with jaq or hands over.
+        #[test]
+        fn agrees_with_jaq_on_arbitrary_input(input in json_value()) {
+            for (code, reference, program) in programs() {
+                let (a, m) = (args(), meta());
+                let want = reference
+                    .run_jaq(&input, Vars3 { args: &a, status: 201, meta: &m })
+                    .map_err(|e| e.message);
+                let got = program.run(&input, [a.clone(), Value::from(201), m.clone()]);
+                match (&want, &got) {
+                    (_, Err(Stop::Fallback)) => {}
+                    (Ok(w), Ok(g)) => prop_assert_eq!(g, w, "`{}` on {}", code, input),
+                    _ => prop_assert!(false, "`{}` on {}: jaq {:?}, native {:?}", code, input, want, got),
+                }
+            }
+        }
+    }
+
+    /// The programs of the property test, compiled once for both evaluators.
+    fn programs() -> &'static [(&'static str, Transform, Program)] {
+        static ALL: std::sync::OnceLock<Vec<(&'static str, Transform, Program)>> =
+            std::sync::OnceLock::new();
+        ALL.get_or_init(|| {
+            [
+                ".",
+                ".a",
+                ".a.b",
+                ".[]",
+                "[.[] | .a]",
+                "{x: .a, y: .b // \"d\"}",
+                ".a + .b",
+                ".a - .b",
+                ".a * .b",
+                ".a == .b",
+                ".a < .b",
+                "[.[] | select(.)]",
+                "length",
+                "[.[] | length]",
+                ".a | tostring",
+                ".a | tonumber",
+                "keys",
+                "add",
+                ".a[1:]",
+                "if .a then .b else .c end",
+                ".a and .b",
+                ".a or .b",
+                "[.[] | type]",
+                "map(. + 1)",
+                ".a | split(\" \")",
+                "join(\",\")",
+                "{(.a): 1}",
+                "has(\"a\")",
+                ".[0]",
+                ".[-1]",
+                "-.a",
+                ".a[.b]",
+                "[.a[]?]",
+                "[.a.b?]",
+                "[.[0]?]",
+                "[.[]?.a?]",
+                "[.a[1:]?]",
+                "[.[.a]?]",
+                "to_entries",
+                "from_entries",
+                "with_entries(select(.value))",
+                "\"\\(.a)\"",
+                ". as $x | [$x, $x]",
+            ]
+            .into_iter()
+            .map(|code| {
+                let t = Transform::compile(code).expect("compiles");
+                let p = Program::compile(code).expect("in the subset");
+                (code, t, p)
+            })
+            .collect()
+        })
+    }
+}
