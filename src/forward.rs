@@ -5,7 +5,7 @@
 use crate::binding::{Reply, RpcError, ToolCtx};
 use crate::config::{Gateway, Tool};
 use crate::model::{Call, Failure, FailureKind, Outcome};
-use crate::translate::{request, response};
+use crate::translate::{request, response, summary};
 use crate::upstream::rest;
 use serde_json::{Value, json};
 use std::time::Instant;
@@ -117,7 +117,7 @@ fn reply_for(tool: &Tool, call: &Call, outcome: Outcome) -> Reply {
     let ctx = ToolCtx {
         capability: tool.capability.as_deref(),
         correlation_id: call.meta.correlation_id.as_deref(),
-        ..ToolCtx::default()
+        text_later: tool.summary.is_some(),
     };
     let reply = tool.business.binding.render(outcome, &ctx);
     finish(tool, call, reply)
@@ -161,28 +161,30 @@ fn finish(tool: &Tool, call: &Call, reply: Reply) -> Reply {
             m.iter()
                 .any(|m| m.get("type").and_then(Value::as_str) == Some("error"))
         });
-    if let (Some(env), false, false) = (&tool.summary, is_error, business_error) {
-        let sc = result
-            .get("structuredContent")
-            .cloned()
-            .unwrap_or(Value::Null);
-        let mut ctx = match &sc {
-            Value::Object(m) => m.clone(),
-            _ => serde_json::Map::new(),
-        };
-        ctx.insert("args".into(), call.args.clone());
-        let rendered = env
-            .get_template("summary")
-            .and_then(|t| t.render(minijinja::Value::from(minijinja::value::Serde(&ctx))));
-        match rendered {
+    let mut summarised = false;
+    if let (Some(env), false, false) = (&tool.summary, is_error, business_error)
+        && let Some(sc) = result.get_mut("structuredContent")
+    {
+        match summary::render(env, sc, &call.args) {
             Ok(text) => {
                 if let Some(first) = result.pointer_mut("/content/0/text") {
                     *first = Value::String(text);
+                    summarised = true;
                 }
             }
             Err(e) => {
                 tracing::warn!(tool = %tool.name, error = %e, "summary template failed; keeping the JSON text")
             }
+        }
+    }
+    // The binding left the success text to the summary (`text_later`); without one, the text
+    // is the JSON of structuredContent, as for tools that have no summary.
+    if tool.summary.is_some() && !summarised {
+        let json = result.get("structuredContent").map(Value::to_string);
+        if let (Some(json), Some(Value::String(t))) = (json, result.pointer_mut("/content/0/text"))
+            && t.is_empty()
+        {
+            *t = json;
         }
     }
     Reply::Result(result)

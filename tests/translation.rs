@@ -297,3 +297,17 @@ async fn a_closed_stream_cancels_the_backend_call() {
     );
     g.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_summary_that_cannot_render_leaves_the_json_text() {
+    let (g, _, c, url) = setup("plain").await;
+    let a = call(&c, &url, "echo_post", json!({"name": "x"})).await;
+    let r = a.result();
+    let sc = &r["structuredContent"];
+    assert!(sc.is_object(), "{}", a.text);
+    let text = r["content"][0]["text"].as_str().expect("text content");
+    let parsed: Value =
+        serde_json::from_str(text).expect("the text is the JSON of structuredContent");
+    assert_eq!(&parsed, sc);
+    g.stop().await.unwrap();
+}

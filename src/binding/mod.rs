@@ -145,8 +145,9 @@ pub struct Binding {
 #[derive(Debug, Clone, Default)]
 pub struct ToolCtx<'a> {
     pub capability: Option<&'a str>,
-    /// Rendered human text, when the mapping has a summary template and it rendered.
-    pub summary: Option<String>,
+    /// The caller renders the success text itself (a summary template): leave it empty
+    /// rather than serialise `structuredContent` for nothing.
+    pub text_later: bool,
     pub correlation_id: Option<&'a str>,
 }
 
@@ -485,10 +486,11 @@ impl Binding {
                 Some(Value::Object(out))
             }
         };
-        let text = ctx.summary.clone().unwrap_or_else(|| match &structured {
+        let text = match &structured {
+            Some(_) if ctx.text_later => String::new(),
             Some(s) => s.to_string(),
             None => "OK".into(),
-        });
+        };
         self.result(structured, text, false, ctx)
     }
 
@@ -513,7 +515,7 @@ impl Binding {
         };
         match self.kind {
             Kind::Plain => {
-                let text = ctx.summary.clone().unwrap_or_else(|| text_of(&messages));
+                let text = text_of(&messages);
                 let mut s = body;
                 s.insert("messages".into(), Value::Array(messages));
                 self.result(Some(Value::Object(s)), text, true, ctx)
@@ -533,7 +535,7 @@ impl Binding {
                 let structured = Value::Object(out);
                 let text = match self.kind {
                     Kind::Ucp => structured.to_string(),
-                    _ => ctx.summary.clone().unwrap_or_else(|| text_of(&messages)),
+                    _ => text_of(&messages),
                 };
                 self.result(Some(structured), text, false, ctx)
             }

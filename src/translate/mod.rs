@@ -5,4 +5,5 @@ pub mod fastjq;
 pub mod path;
 pub mod request;
 pub mod response;
+pub mod summary;
 pub mod transform;
