@@ -58,6 +58,13 @@ pub async fn call_tool(gateway: &Gateway, name: &str, arguments: Option<Value>) 
         latency_us = started.elapsed().as_micros() as u64,
         "tools/call"
     );
+    crate::ops::metrics::tool_call(
+        &tool.business.name,
+        &tool.name,
+        outcome,
+        &reply,
+        started.elapsed(),
+    );
     reply
 }
 
@@ -68,7 +75,13 @@ async fn run(tool: &Tool, args: Value) -> Reply {
     };
     match request::build(tool, &call) {
         Err(f) => reply_for(tool, &call, Outcome::Failure(f)),
-        Ok(req) => match rest::send(&tool.business.backend, req, tool.timeout).await {
+        Ok(req) => match crate::ops::metrics::upstream(
+            &tool.business.name,
+            &tool.name,
+            rest::send(&tool.business.backend, req, tool.timeout),
+        )
+        .await
+        {
             Err(f) => reply_for(tool, &call, Outcome::Failure(f)),
             Ok(resp) => translate_response(tool, &call, resp),
         },

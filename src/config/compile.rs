@@ -132,6 +132,8 @@ pub struct Gateway {
     pub businesses: Vec<Arc<Business>>,
     /// Warnings found while loading (errors make `load` fail).
     pub warnings: Vec<Diagnostic>,
+    /// Every local file the configuration was read from (mappings, OpenRPC, schemas), sorted.
+    pub sources: Vec<PathBuf>,
 }
 
 /// Parses `5s`, `250ms`, `2m`.
@@ -247,10 +249,16 @@ pub fn load(paths: &[PathBuf]) -> Result<Gateway, Vec<Diagnostic>> {
         all.extend(warnings);
         return Err(all);
     }
+    let mut read: Vec<PathBuf> = files;
+    read.extend(docs.into_keys());
+    read.extend(sources.local_files());
+    read.sort();
+    read.dedup();
     Ok(Gateway {
         tools,
         businesses,
         warnings,
+        sources: read,
     })
 }
 
