@@ -52,13 +52,17 @@ async fn gated_backend() -> (SocketAddr, Arc<Notify>, mpsc::UnboundedReceiver<St
 
 /// Starts `portico serve` and returns it with its MCP URL (read from its `mcp:` line).
 fn serve(mapping: &Path, extra: &[&str]) -> (Child, String) {
+    serve_logging(mapping, extra, Stdio::null())
+}
+
+fn serve_logging(mapping: &Path, extra: &[&str], stderr: Stdio) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_portico"))
         .arg("serve")
         .arg(mapping)
         .args(["--listen", "127.0.0.1:0"])
         .args(extra)
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .expect("portico serve starts");
     let mut line = String::new();
@@ -207,4 +211,49 @@ async fn sighup_reloads_the_configuration() {
         .unwrap()
         .unwrap();
     assert!(status.success(), "{status:?}");
+}
+
+#[tokio::test]
+async fn each_call_logs_one_json_line_with_ids_and_outcome() {
+    let (backend, _seen) = test_backend().await;
+    let dir = fixture_with_backend("gateway", &backend.to_string());
+    let (mut child, url) = serve_logging(
+        &dir.join("usp.yaml"),
+        &["--log-format", "json"],
+        Stdio::piped(),
+    );
+    let client = reqwest::Client::new();
+    let args = json!({"name": "x", "count": 1, "_meta": {"usp": {"correlation_id": "corr-77"}}});
+    let a = call(&client, &url, "echo_post", args).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    signal(&child, "-TERM");
+    let stderr = child.stderr.take().unwrap();
+    let lines = tokio::task::spawn_blocking(move || {
+        BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap();
+    assert!(child.wait().unwrap().success());
+    let calls: Vec<serde_json::Value> = lines
+        .iter()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["fields"]["message"] == "tools/call")
+        .collect();
+    assert_eq!(calls.len(), 1, "{lines:#?}");
+    let line = &calls[0];
+    assert_eq!(line["fields"]["business"], "test-usp");
+    assert_eq!(line["fields"]["tool"], "echo_post");
+    assert_eq!(line["fields"]["outcome"], "ok");
+    assert_eq!(line["fields"]["status"], 200);
+    assert!(line["fields"]["latency_us"].is_u64(), "{line}");
+    assert_eq!(line["span"]["correlation_id"], "corr-77", "{line}");
+    assert!(
+        line["span"]["request_id"]
+            .as_str()
+            .is_some_and(|id| !id.is_empty()),
+        "{line}"
+    );
 }

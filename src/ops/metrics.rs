@@ -113,8 +113,15 @@ pub fn render() -> String {
     install().map(PrometheusHandle::render).unwrap_or_default()
 }
 
-/// Records one finished `tools/call` (called by `forward::call_tool`).
-pub fn tool_call(business: &str, tool: &str, outcome: &'static str, reply: &Reply, took: Duration) {
+/// Records one finished `tools/call` (called by `forward::call_tool`); returns the HTTP status
+/// portico answers it with, for the log line.
+pub fn tool_call(
+    business: &str,
+    tool: &str,
+    outcome: &'static str,
+    reply: &Reply,
+    took: Duration,
+) -> u16 {
     let status = match reply {
         Reply::Error(e) => e.http_status.unwrap_or(200),
         Reply::Result(_) => 200,
@@ -128,6 +135,7 @@ pub fn tool_call(business: &str, tool: &str, outcome: &'static str, reply: &Repl
     .increment(1);
     histogram!(REQUEST_SECONDS, "business" => business.to_owned(), "tool" => tool.to_owned())
         .record(took.as_secs_f64());
+    status
 }
 
 /// Times one backend request and counts it by backend status (wraps `upstream::rest::send`).

@@ -3,5 +3,6 @@
 //! request path: the forward path only touches lock-free metric handles.
 
 pub mod admin;
+pub mod log;
 pub mod metrics;
 pub mod reload;
