@@ -55,8 +55,7 @@ pub async fn call_tool(gateway: &Gateway, name: &str, arguments: Option<Value>) 
         Reply::Error(e) => ("error", e.code),
     };
     let took = started.elapsed();
-    let status =
-        crate::ops::metrics::tool_call(&tool.business.name, &tool.name, outcome, &reply, took);
+    let status = crate::ops::metrics::tool_call(tool, outcome, &reply, took);
     span.in_scope(|| {
         tracing::info!(
             business = %tool.business.name,
@@ -80,8 +79,7 @@ async fn run(tool: &Tool, args: Value) -> Reply {
     match request::build(tool, &call) {
         Err(f) => reply_for(tool, &call, Outcome::Failure(f)),
         Ok(req) => match crate::ops::metrics::upstream(
-            &tool.business.name,
-            &tool.name,
+            tool,
             rest::send(&tool.business.backend, req, tool.timeout),
         )
         .await

@@ -94,6 +94,8 @@ pub struct Tool {
     pub timeout: Duration,
     /// USP `x-usp-access` of the method.
     pub access: Option<String>,
+    /// Metric handles, resolved on the first call.
+    pub metrics: crate::ops::metrics::ToolMetrics,
 }
 
 impl fmt::Debug for Tool {
@@ -1089,6 +1091,7 @@ fn compile_tool(
         idempotency_required,
         timeout,
         access: method.access.clone(),
+        metrics: Default::default(),
     })
 }
 
