@@ -111,7 +111,8 @@ pub async fn start_with(
     let (admin_addr, admin_task) = match admin_listener {
         Some(l) => {
             let bound = l.local_addr()?;
-            let a = Admin::new(core.clone(), status.clone(), ops.admin_opts);
+            let closing = server.closing.subscribe();
+            let a = Admin::new(core.clone(), status.clone(), closing, ops.admin_opts);
             (Some(bound), Some(tokio::spawn(admin::serve(l, a, stop_rx))))
         }
         None => (None, None),

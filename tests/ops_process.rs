@@ -52,10 +52,13 @@ async fn gated_backend() -> (SocketAddr, Arc<Notify>, mpsc::UnboundedReceiver<St
 
 /// Starts `portico serve` and returns it with its MCP URL (read from its `mcp:` line).
 fn serve(mapping: &Path, extra: &[&str]) -> (Child, String) {
-    serve_logging(mapping, extra, Stdio::null())
+    let (child, mut lines) = serve_logging(mapping, extra, Stdio::null());
+    (child, lines.remove(0))
 }
 
-fn serve_logging(mapping: &Path, extra: &[&str], stderr: Stdio) -> (Child, String) {
+/// Starts `portico serve`; returns it and the URLs of its `name: url` lines (`mcp` first, then
+/// `admin` when `--admin-addr` is given).
+fn serve_logging(mapping: &Path, extra: &[&str], stderr: Stdio) -> (Child, Vec<String>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_portico"))
         .arg("serve")
         .arg(mapping)
@@ -65,16 +68,23 @@ fn serve_logging(mapping: &Path, extra: &[&str], stderr: Stdio) -> (Child, Strin
         .stderr(stderr)
         .spawn()
         .expect("portico serve starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .strip_prefix("mcp: ")
-        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
-        .trim()
-        .to_string();
-    (child, url)
+    let wanted = if extra.contains(&"--admin-addr") {
+        2
+    } else {
+        1
+    };
+    let urls = BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .take(wanted)
+        .map(|l| {
+            let l = l.unwrap();
+            let (_, url) = l
+                .split_once(": ")
+                .unwrap_or_else(|| panic!("unexpected line: {l:?}"));
+            url.trim().to_string()
+        })
+        .collect();
+    (child, urls)
 }
 
 fn signal(child: &Child, sig: &str) {
@@ -100,7 +110,12 @@ fn slow_mapping(backend: &str) -> std::path::PathBuf {
 async fn sigterm_drains_the_in_flight_call_then_exits_zero() {
     let (backend, gate, mut arrived) = gated_backend().await;
     let mapping = slow_mapping(&backend.to_string());
-    let (mut child, url) = serve(&mapping, &["--shutdown-timeout", "60s"]);
+    let (mut child, urls) = serve_logging(
+        &mapping,
+        &["--shutdown-timeout", "60s", "--admin-addr", "127.0.0.1:0"],
+        Stdio::null(),
+    );
+    let (url, admin) = (urls[0].clone(), urls[1].clone());
     let client = reqwest::Client::new();
 
     // A 2025-era SSE stream that must be closed, not waited for.
@@ -153,6 +168,11 @@ async fn sigterm_drains_the_in_flight_call_then_exits_zero() {
         child.try_wait().unwrap().is_none(),
         "portico exited before the in-flight call finished"
     );
+    // While draining, the admin listener still answers, and says "not ready".
+    let readyz = client.get(format!("{admin}readyz")).send().await.unwrap();
+    assert_eq!(readyz.status(), 503);
+    let body: serde_json::Value = readyz.json().await.unwrap();
+    assert_eq!(body["draining"], true, "{body}");
 
     gate.notify_one();
     let answer = in_flight.await.unwrap();
@@ -217,14 +237,15 @@ async fn sighup_reloads_the_configuration() {
 async fn each_call_logs_one_json_line_with_ids_and_outcome() {
     let (backend, _seen) = test_backend().await;
     let dir = fixture_with_backend("gateway", &backend.to_string());
-    let (mut child, url) = serve_logging(
+    let (mut child, urls) = serve_logging(
         &dir.join("usp.yaml"),
         &["--log-format", "json"],
         Stdio::piped(),
     );
+    let url = &urls[0];
     let client = reqwest::Client::new();
     let args = json!({"name": "x", "count": 1, "_meta": {"usp": {"correlation_id": "corr-77"}}});
-    let a = call(&client, &url, "echo_post", args).await;
+    let a = call(&client, url, "echo_post", args).await;
     assert_eq!(a.status, 200, "{}", a.text);
     signal(&child, "-TERM");
     let stderr = child.stderr.take().unwrap();

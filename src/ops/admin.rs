@@ -48,16 +48,24 @@ pub struct BackendState {
 pub struct Admin {
     core: Arc<Core>,
     reload: Arc<ReloadStatus>,
+    /// True once the MCP listener is draining for shutdown.
+    closing: watch::Receiver<bool>,
     opts: AdminOptions,
     /// Last probe result; the async mutex also makes concurrent `/readyz` calls share one probe.
     cache: Mutex<Option<(Instant, Vec<BackendState>)>>,
 }
 
 impl Admin {
-    pub fn new(core: Arc<Core>, reload: Arc<ReloadStatus>, opts: AdminOptions) -> Arc<Self> {
+    pub fn new(
+        core: Arc<Core>,
+        reload: Arc<ReloadStatus>,
+        closing: watch::Receiver<bool>,
+        opts: AdminOptions,
+    ) -> Arc<Self> {
         Arc::new(Admin {
             core,
             reload,
+            closing,
             opts,
             cache: Mutex::new(None),
         })
@@ -93,10 +101,12 @@ impl Admin {
 
     async fn readyz(&self) -> Response<Full<Bytes>> {
         let backends = self.backends().await;
-        let ready = backends.iter().all(|b| b.state == "up");
+        let draining = *self.closing.borrow();
+        let ready = !draining && backends.iter().all(|b| b.state == "up");
         let gateway = self.core.gateway.load();
         let body = json!({
             "ready": ready,
+            "draining": draining,
             "config": {
                 "loaded": true,
                 "tools": gateway.tools.len(),
