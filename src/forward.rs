@@ -9,6 +9,7 @@ use crate::translate::{request, response, summary};
 use crate::upstream::rest;
 use serde_json::{Value, json};
 use std::time::Instant;
+use tracing::Instrument;
 
 /// JSON-RPC "invalid params" for calls that name no known tool.
 pub fn unknown_tool(name: &str) -> RpcError {
@@ -44,20 +45,28 @@ pub async fn call_tool(gateway: &Gateway, name: &str, arguments: Option<Value>) 
         return Reply::Error(unknown_tool(name));
     };
     let started = Instant::now();
-    let reply = run(tool, arguments.unwrap_or_else(|| json!({}))).await;
+    let span = crate::ops::log::call_span();
+    let reply = run(tool, arguments.unwrap_or_else(|| json!({})))
+        .instrument(span.clone())
+        .await;
     let (outcome, code) = match &reply {
         Reply::Result(r) if r.get("isError") == Some(&Value::Bool(true)) => ("tool_error", 0),
         Reply::Result(_) => ("ok", 0),
         Reply::Error(e) => ("error", e.code),
     };
-    tracing::info!(
-        business = %tool.business.name,
-        tool = %tool.name,
-        outcome,
-        rpc_code = code,
-        latency_us = started.elapsed().as_micros() as u64,
-        "tools/call"
-    );
+    let took = started.elapsed();
+    let status = crate::ops::metrics::tool_call(tool, outcome, &reply, took);
+    span.in_scope(|| {
+        tracing::info!(
+            business = %tool.business.name,
+            tool = %tool.name,
+            outcome,
+            status,
+            rpc_code = code,
+            latency_us = took.as_micros() as u64,
+            "tools/call"
+        )
+    });
     reply
 }
 
@@ -66,9 +75,15 @@ async fn run(tool: &Tool, args: Value) -> Reply {
         Ok(c) => c,
         Err(reply) => return reply,
     };
+    crate::ops::log::correlation(call.meta.correlation_id.as_deref());
     match request::build(tool, &call) {
         Err(f) => reply_for(tool, &call, Outcome::Failure(f)),
-        Ok(req) => match rest::send(&tool.business.backend, req, tool.timeout).await {
+        Ok(req) => match crate::ops::metrics::upstream(
+            tool,
+            rest::send(&tool.business.backend, req, tool.timeout),
+        )
+        .await
+        {
             Err(f) => reply_for(tool, &call, Outcome::Failure(f)),
             Ok(resp) => translate_response(tool, &call, resp),
         },

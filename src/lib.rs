@@ -19,5 +19,6 @@ pub mod demo;
 pub mod forward;
 pub mod mcp;
 pub mod model;
+pub mod ops;
 pub mod translate;
 pub mod upstream;

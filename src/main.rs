@@ -2,11 +2,14 @@
 //! It parses arguments and wires modules; it never holds protocol logic.
 
 use clap::{Parser, Subcommand};
+use portico::app::Ops;
 use portico::mcp::handler::ServerInfo;
 use portico::mcp::http::HttpOptions;
+use portico::ops::reload::Watch;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 /// mimalloc: the translation path allocates many small JSON values; measured in
 /// docs/benchmarks.md against the system allocator.
@@ -43,6 +46,19 @@ enum Command {
         /// Largest accepted request body in bytes.
         #[arg(long, default_value_t = 1 << 20)]
         max_body_bytes: usize,
+        /// Address of the admin listener (/healthz, /readyz, /metrics); off when absent.
+        #[arg(long, env = "PORTICO_ADMIN_ADDR")]
+        admin_addr: Option<SocketAddr>,
+        /// How long in-flight calls may run after SIGTERM / Ctrl-C (e.g. `10s`, `500ms`).
+        #[arg(long, default_value = "10s", value_parser = duration)]
+        shutdown_timeout: Duration,
+        /// How often the configuration files are checked for changes (`off` disables; SIGHUP
+        /// always reloads).
+        #[arg(long, default_value = "2s", value_parser = interval)]
+        reload_interval: Interval,
+        /// Log line format on stderr.
+        #[arg(long, value_enum, default_value_t = LogFormat::Json, env = "PORTICO_LOG_FORMAT")]
+        log_format: LogFormat,
     },
     /// Serve MCP over stdio (one JSON-RPC message per line; logs go to stderr).
     Stdio {
@@ -72,14 +88,45 @@ enum Command {
     },
 }
 
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum LogFormat {
+    /// One JSON object per line.
+    Json,
+    /// Human-readable lines.
+    Text,
+}
+
+fn duration(s: &str) -> Result<Duration, String> {
+    portico::config::compile::parse_duration(s)
+        .ok_or_else(|| format!("`{s}` is not a duration such as 10s, 500ms or 1m"))
+}
+
+/// A poll period, or `off`.
+#[derive(Clone, Copy)]
+struct Interval(Option<Duration>);
+
+fn interval(s: &str) -> Result<Interval, String> {
+    if s == "off" || s == "0" {
+        Ok(Interval(None))
+    } else {
+        duration(s).map(|d| Interval(Some(d)))
+    }
+}
+
 fn init_logging() {
+    init_logging_as(LogFormat::Json);
+}
+
+fn init_logging_as(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .json()
+    let fmt = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => fmt.json().init(),
+        LogFormat::Text => fmt.init(),
+    }
 }
 
 /// Loads the configuration, printing every diagnostic; logs warnings.
@@ -155,26 +202,45 @@ async fn main() -> ExitCode {
             allowed_hosts,
             allowed_origins,
             max_body_bytes,
+            admin_addr,
+            shutdown_timeout,
+            reload_interval,
+            log_format,
         } => {
-            init_logging();
+            init_logging_as(log_format);
             let Some(gateway) = load_config(&config) else {
                 return ExitCode::FAILURE;
             };
             let mut opts = HttpOptions {
                 max_body_bytes,
+                shutdown_timeout,
                 ..HttpOptions::default()
             };
             opts.allowed_hosts.extend(allowed_hosts);
             opts.allowed_origins.extend(allowed_origins);
+            let ops = Ops {
+                admin: admin_addr,
+                watch: Some(Watch {
+                    paths: config,
+                    interval: reload_interval.0,
+                    sighup: true,
+                }),
+                ..Ops::default()
+            };
             let running =
-                match portico::app::start(gateway, listen, opts, ServerInfo::default()).await {
+                match portico::app::start_with(gateway, listen, opts, ServerInfo::default(), ops)
+                    .await
+                {
                     Ok(r) => r,
                     Err(e) => {
-                        eprintln!("cannot listen on {listen}: {e}");
+                        eprintln!("cannot listen on {listen} (or the admin address): {e}");
                         return ExitCode::FAILURE;
                     }
                 };
             println!("mcp: {}", running.mcp_url());
+            if let Some(admin) = running.admin_url() {
+                println!("admin: {admin}");
+            }
             wait_for_signal().await;
             tracing::info!("shutting down");
             match running.stop().await {

@@ -94,6 +94,8 @@ pub struct Tool {
     pub timeout: Duration,
     /// USP `x-usp-access` of the method.
     pub access: Option<String>,
+    /// Metric handles, resolved on the first call.
+    pub metrics: crate::ops::metrics::ToolMetrics,
 }
 
 impl fmt::Debug for Tool {
@@ -167,6 +169,8 @@ pub struct Gateway {
     pub businesses: Vec<Arc<Business>>,
     /// Warnings found while loading (errors make `load` fail).
     pub warnings: Vec<Diagnostic>,
+    /// Every local file the configuration was read from (mappings, OpenRPC, schemas), sorted.
+    pub sources: Vec<PathBuf>,
 }
 
 /// Parses `5s`, `250ms`, `2m`.
@@ -282,10 +286,16 @@ pub fn load(paths: &[PathBuf]) -> Result<Gateway, Vec<Diagnostic>> {
         all.extend(warnings);
         return Err(all);
     }
+    let mut read: Vec<PathBuf> = files;
+    read.extend(docs.into_keys());
+    read.extend(sources.local_files());
+    read.sort();
+    read.dedup();
     Ok(Gateway {
         tools,
         businesses,
         warnings,
+        sources: read,
     })
 }
 
@@ -1116,6 +1126,7 @@ fn compile_tool(
         idempotency_required,
         timeout,
         access: method.access.clone(),
+        metrics: Default::default(),
     })
 }
 

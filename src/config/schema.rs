@@ -54,6 +54,16 @@ impl Sources {
         self.id_map.sort_by_key(|e| std::cmp::Reverse(e.0.len()));
     }
 
+    /// Local files loaded so far (for the hot-reload watcher).
+    pub fn local_files(&self) -> Vec<PathBuf> {
+        self.docs
+            .keys()
+            .filter_map(|uri| url::Url::parse(uri).ok())
+            .filter(|u| u.scheme() == "file")
+            .filter_map(|u| u.to_file_path().ok())
+            .collect()
+    }
+
     /// Registers an already parsed document under its URI.
     pub fn insert(&mut self, uri: &str, doc: Arc<Value>) {
         self.docs.insert(uri.to_string(), doc);

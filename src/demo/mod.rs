@@ -63,8 +63,13 @@ impl Demo {
     pub fn banner(&self) -> String {
         let mcp = self.mcp_url();
         format!(
-            "mcp: {mcp}\nbackend: {backend}\nexample: curl -s {mcp} -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: usp_services_list' -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{{\"name\":\"usp_services_list\",\"arguments\":{{}},\"_meta\":{{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{{}}}}}}}}'\n",
-            backend = self.backend_url()
+            "mcp: {mcp}\nbackend: {backend}\n{admin}example: curl -s {mcp} -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: usp_services_list' -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{{\"name\":\"usp_services_list\",\"arguments\":{{}},\"_meta\":{{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{{}}}}}}}}'\n",
+            backend = self.backend_url(),
+            admin = self
+                .gateway
+                .admin_url()
+                .map(|a| format!("admin: {a}\n"))
+                .unwrap_or_default(),
         )
     }
 
@@ -92,7 +97,8 @@ pub fn write_files(backend: SocketAddr) -> std::io::Result<PathBuf> {
     Ok(dir)
 }
 
-/// Starts the backend on `port + 1` and portico on `port` (both 0 = any free port).
+/// Starts the backend on `port + 1`, portico on `port` and its admin listener on `port + 2`
+/// (all 0 = any free port).
 pub async fn start(port: u16) -> Result<Demo, String> {
     let backend_port = if port == 0 {
         0
@@ -120,11 +126,21 @@ pub async fn start(port: u16) -> Result<Demo, String> {
         ),
         ..ServerInfo::default()
     };
-    let gateway = app::start(
+    let admin_port = if port == 0 {
+        0
+    } else {
+        port.checked_add(2).ok_or("port too large")?
+    };
+    let ops = app::Ops {
+        admin: Some(SocketAddr::from((Ipv4Addr::LOCALHOST, admin_port))),
+        ..app::Ops::default()
+    };
+    let gateway = app::start_with(
         gateway,
         SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
         HttpOptions::default(),
         info,
+        ops,
     )
     .await
     .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;

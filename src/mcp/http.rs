@@ -39,6 +39,8 @@ pub struct HttpOptions {
     pub max_sessions: u64,
     pub session_idle: Duration,
     pub keep_alive: Duration,
+    /// How long in-flight requests may run after shutdown starts.
+    pub shutdown_timeout: Duration,
 }
 
 impl Default for HttpOptions {
@@ -52,6 +54,7 @@ impl Default for HttpOptions {
             max_sessions: 10_000,
             session_idle: Duration::from_secs(30 * 60),
             keep_alive: Duration::from_secs(15),
+            shutdown_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -61,6 +64,8 @@ pub struct Server {
     pub core: Arc<Core>,
     pub opts: HttpOptions,
     pub sessions: Sessions,
+    /// Turns true when shutdown starts; SSE streams end on it.
+    pub closing: tokio::sync::watch::Sender<bool>,
 }
 
 impl Server {
@@ -70,6 +75,7 @@ impl Server {
             core,
             opts,
             sessions,
+            closing: tokio::sync::watch::Sender::new(false),
         })
     }
 }
@@ -304,11 +310,19 @@ impl Server {
         session.attach_stream(tx);
         let keep_alive = self.opts.keep_alive;
         let ticks = tokio_stream_interval(keep_alive);
+        let open = crate::ops::metrics::SseClient::open();
+        let mut closing = self.closing.subscribe();
         let frames = futures_util::stream::select(
             tokio_stream_receiver(rx),
             ticks.map(|_| Bytes::from_static(b": keep-alive\n\n")),
         )
-        .map(|b| Ok::<_, Infallible>(Frame::data(b)));
+        .take_until(async move {
+            let _ = closing.wait_for(|c| *c).await;
+        })
+        .map(move |b| {
+            let _ = &open;
+            Ok::<_, Infallible>(Frame::data(b))
+        });
         let mut r = Response::new(BodyExt::boxed(StreamBody::new(frames)));
         sse_headers(&mut r);
         r
@@ -826,9 +840,13 @@ pub async fn serve(
             _ = &mut shutdown => break,
         }
     }
+    // Refuse new connections at once, end SSE streams, then drain in-flight requests.
+    drop(listener);
+    server.closing.send_replace(true);
+    let deadline = server.opts.shutdown_timeout;
     tokio::select! {
-        _ = graceful.shutdown() => {}
-        _ = tokio::time::sleep(Duration::from_secs(10)) => {}
+        _ = graceful.shutdown() => tracing::info!("in-flight requests finished"),
+        _ = tokio::time::sleep(deadline) => tracing::warn!(deadline_ms = deadline.as_millis() as u64, "shutdown deadline reached; abandoning open connections"),
     }
     Ok(())
 }

@@ -294,3 +294,17 @@ pub fn legacy(
         .header("mcp-protocol-version", "2025-11-25")
         .body(body.to_string())
 }
+
+/// Starts portico on the given mapping files with operations (admin listener, reload).
+pub async fn gateway_ops(files: &[PathBuf], ops: portico::app::Ops) -> portico::app::Running {
+    let g = portico::config::load(files).expect("fixture loads");
+    portico::app::start_with(
+        g,
+        "127.0.0.1:0".parse().unwrap(),
+        portico::mcp::http::HttpOptions::default(),
+        portico::mcp::handler::ServerInfo::default(),
+        ops,
+    )
+    .await
+    .expect("gateway starts")
+}

@@ -1,0 +1,216 @@
+//! The admin listener, on its own port: `/healthz` (alive), `/readyz` (configuration loaded and
+//! every backend reachable), `/metrics` (Prometheus text). It must never serve MCP, never be
+//! mounted on the MCP port, and never let a slow backend probe stall it (short, cached probes).
+
+use super::reload::ReloadStatus;
+use crate::mcp::handler::Core;
+use bytes::Bytes;
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body_util::Full;
+use serde::Serialize;
+use serde_json::json;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Mutex, watch};
+
+/// Admin tunables.
+#[derive(Debug, Clone)]
+pub struct AdminOptions {
+    /// Longest wait for one backend's TCP connect.
+    pub probe_timeout: Duration,
+    /// How long a readiness result is reused.
+    pub probe_cache: Duration,
+}
+
+impl Default for AdminOptions {
+    fn default() -> Self {
+        AdminOptions {
+            probe_timeout: Duration::from_millis(500),
+            probe_cache: Duration::from_secs(2),
+        }
+    }
+}
+
+/// One business's backend as `/readyz` reports it.
+#[derive(Debug, Clone, Serialize)]
+pub struct BackendState {
+    pub business: String,
+    pub backend: String,
+    /// `up` or `down`.
+    pub state: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What the admin routes read.
+pub struct Admin {
+    core: Arc<Core>,
+    reload: Arc<ReloadStatus>,
+    /// True once the MCP listener is draining for shutdown.
+    closing: watch::Receiver<bool>,
+    opts: AdminOptions,
+    /// Last probe result; the async mutex also makes concurrent `/readyz` calls share one probe.
+    cache: Mutex<Option<(Instant, Vec<BackendState>)>>,
+}
+
+impl Admin {
+    pub fn new(
+        core: Arc<Core>,
+        reload: Arc<ReloadStatus>,
+        closing: watch::Receiver<bool>,
+        opts: AdminOptions,
+    ) -> Arc<Self> {
+        Arc::new(Admin {
+            core,
+            reload,
+            closing,
+            opts,
+            cache: Mutex::new(None),
+        })
+    }
+
+    /// Probes every backend of the configuration now serving (cached for `probe_cache`).
+    pub async fn backends(&self) -> Vec<BackendState> {
+        let mut cache = self.cache.lock().await;
+        if let Some((at, states)) = cache.as_ref()
+            && at.elapsed() < self.opts.probe_cache
+        {
+            return states.clone();
+        }
+        let gateway = self.core.gateway.load_full();
+        let probes = gateway.businesses.iter().map(|b| {
+            let base = b.backend.base.clone();
+            let business = b.name.clone();
+            let timeout = self.opts.probe_timeout;
+            async move {
+                let error = probe(&base, timeout).await.err();
+                BackendState {
+                    business,
+                    backend: base,
+                    state: if error.is_none() { "up" } else { "down" },
+                    error,
+                }
+            }
+        });
+        let states = futures_util::future::join_all(probes).await;
+        *cache = Some((Instant::now(), states.clone()));
+        states
+    }
+
+    async fn readyz(&self) -> Response<Full<Bytes>> {
+        let backends = self.backends().await;
+        let draining = *self.closing.borrow();
+        let ready = !draining && backends.iter().all(|b| b.state == "up");
+        let gateway = self.core.gateway.load();
+        let body = json!({
+            "ready": ready,
+            "draining": draining,
+            "config": {
+                "loaded": true,
+                "tools": gateway.tools.len(),
+                "businesses": gateway.businesses.len(),
+                "reload": self.reload.report(),
+            },
+            "backends": backends,
+        });
+        let status = if ready {
+            StatusCode::OK
+        } else {
+            StatusCode::SERVICE_UNAVAILABLE
+        };
+        respond(status, "application/json", body.to_string())
+    }
+
+    /// Routes one admin request.
+    pub async fn handle<B>(self: Arc<Self>, req: Request<B>) -> Response<Full<Bytes>> {
+        if req.method() != Method::GET && req.method() != Method::HEAD {
+            let mut r = respond(StatusCode::METHOD_NOT_ALLOWED, "text/plain", "GET only\n");
+            r.headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+            return r;
+        }
+        match req.uri().path() {
+            "/" => respond(
+                StatusCode::OK,
+                "text/plain; charset=utf-8",
+                "portico admin\n/healthz  process alive\n/readyz   configuration loaded and backends reachable (JSON detail)\n/metrics  Prometheus text format\n",
+            ),
+            "/healthz" => respond(StatusCode::OK, "text/plain", "ok\n"),
+            "/readyz" => self.readyz().await,
+            "/metrics" => respond(
+                StatusCode::OK,
+                "text/plain; version=0.0.4; charset=utf-8",
+                super::metrics::render(),
+            ),
+            _ => respond(StatusCode::NOT_FOUND, "text/plain", "not found\n"),
+        }
+    }
+}
+
+fn respond(status: StatusCode, ct: &'static str, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(body.into()));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}
+
+/// A TCP connect to the backend's host and port, within `timeout`.
+async fn probe(base: &str, timeout: Duration) -> Result<(), String> {
+    let url = url::Url::parse(base).map_err(|e| format!("bad backend URL: {e}"))?;
+    let host = url
+        .host_str()
+        .ok_or_else(|| "backend URL has no host".to_string())?
+        .trim_matches(['[', ']'])
+        .to_string();
+    let port = url
+        .port_or_known_default()
+        .ok_or_else(|| "backend URL has no port".to_string())?;
+    match tokio::time::timeout(timeout, TcpStream::connect((host.as_str(), port))).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(format!("connect to {host}:{port} failed: {e}")),
+        Err(_) => Err(format!(
+            "connect to {host}:{port} took over {} ms",
+            timeout.as_millis()
+        )),
+    }
+}
+
+/// Serves the admin routes on `listener` until `stop` turns true.
+pub async fn serve(listener: TcpListener, admin: Arc<Admin>, mut stop: watch::Receiver<bool>) {
+    use hyper_util::rt::TokioIo;
+    let stopped = async move {
+        let _ = stop.wait_for(|s| *s).await;
+    };
+    tokio::pin!(stopped);
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((s, _)) => s,
+                Err(e) => {
+                    tracing::warn!(error = %e, "admin accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = &mut stopped => return,
+        };
+        let admin = admin.clone();
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(move |req| {
+                let admin = admin.clone();
+                async move { Ok::<_, Infallible>(admin.handle(req).await) }
+            });
+            if let Err(e) = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), svc)
+                .await
+            {
+                tracing::debug!(error = %e, "admin connection ended with an error");
+            }
+        });
+    }
+}

@@ -1,0 +1,248 @@
+//! Process-wide Prometheus metrics: names, help texts, buckets, and the hooks the request path
+//! calls. It must never lock per request or panic: recording goes through the `metrics` facade
+//! (atomic handles), and without an installed recorder every hook is a no-op.
+
+use crate::binding::Reply;
+use crate::config::Tool;
+use crate::model::{Failure, FailureKind};
+use crate::translate::response::RestResponse;
+use metrics::{
+    Counter, Histogram, Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge,
+    histogram,
+};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// `tools/call` requests by business, tool, outcome and the HTTP status portico answered with.
+pub const REQUESTS: &str = "portico_requests_total";
+/// Whole `tools/call` latency inside portico (validation, backend call, translation).
+pub const REQUEST_SECONDS: &str = "portico_request_duration_seconds";
+/// Backend requests by business, tool and backend status (or `timeout` / `unavailable` / `bad_response`).
+pub const UPSTREAM: &str = "portico_upstream_requests_total";
+/// Backend latency only (connect, send, read the body).
+pub const UPSTREAM_SECONDS: &str = "portico_upstream_duration_seconds";
+/// Open SSE streams (2025-era GET streams).
+pub const SSE_CLIENTS: &str = "portico_sse_clients";
+/// Configuration reload attempts that were applied.
+pub const RELOADS: &str = "portico_config_reloads_total";
+/// Configuration reload attempts that were refused (the previous configuration kept serving).
+pub const RELOAD_FAILURES: &str = "portico_config_reload_failures_total";
+/// 1 when the last reload attempt succeeded (or none was made), else 0.
+pub const RELOAD_OK: &str = "portico_config_last_reload_success";
+/// Tools in the configuration being served.
+pub const TOOLS: &str = "portico_config_tools";
+
+/// Latency buckets in seconds: 1 ms to 30 s.
+const BUCKETS: &[f64] = &[
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
+static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
+
+/// Installs the process-wide recorder once (later calls return the same handle). `None` when
+/// another recorder was installed first (then portico's hooks feed that one).
+pub fn install() -> Option<&'static PrometheusHandle> {
+    HANDLE
+        .get_or_init(|| {
+            let builder = match PrometheusBuilder::new().set_buckets(BUCKETS) {
+                Ok(b) => b,
+                Err(e) => {
+                    tracing::error!(error = %e, "metrics buckets refused; metrics disabled");
+                    return None;
+                }
+            };
+            let recorder = builder.build_recorder();
+            let handle = recorder.handle();
+            if let Err(e) = metrics::set_global_recorder(recorder) {
+                tracing::warn!(error = %e, "a metrics recorder is already installed; /metrics is empty");
+                return None;
+            }
+            describe();
+            // Histogram samples wait in lock-free buckets until upkeep drains them; drain on a
+            // plain thread so it runs whatever runtime (or none) the process has.
+            let upkeep = handle.clone();
+            let spawned = std::thread::Builder::new()
+                .name("portico-metrics-upkeep".into())
+                .spawn(move || {
+                    loop {
+                        std::thread::sleep(Duration::from_secs(5));
+                        upkeep.run_upkeep();
+                    }
+                });
+            if let Err(e) = spawned {
+                tracing::warn!(error = %e, "cannot start the metrics upkeep thread");
+            }
+            Some(handle)
+        })
+        .as_ref()
+}
+
+fn describe() {
+    describe_counter!(
+        REQUESTS,
+        "tools/call requests by business, tool, outcome (ok, tool_error, error) and the HTTP status portico answered with"
+    );
+    describe_histogram!(
+        REQUEST_SECONDS,
+        Unit::Seconds,
+        "tools/call latency inside portico, backend call included"
+    );
+    describe_counter!(
+        UPSTREAM,
+        "backend requests by business, tool and backend HTTP status (or timeout, unavailable, bad_response)"
+    );
+    describe_histogram!(
+        UPSTREAM_SECONDS,
+        Unit::Seconds,
+        "backend request latency (connect, send, read the body)"
+    );
+    describe_gauge!(SSE_CLIENTS, "open SSE streams");
+    describe_counter!(RELOADS, "configuration reloads applied");
+    describe_counter!(
+        RELOAD_FAILURES,
+        "configuration reloads refused; the previous configuration kept serving"
+    );
+    describe_gauge!(
+        RELOAD_OK,
+        "1 when the last configuration reload succeeded (or none was attempted), else 0"
+    );
+    describe_gauge!(TOOLS, "tools in the configuration being served");
+}
+
+/// The Prometheus text exposition (format 0.0.4), or an empty string without a recorder.
+pub fn render() -> String {
+    install().map(PrometheusHandle::render).unwrap_or_default()
+}
+
+/// One tool's metric handles for the common cases (success, tool error, backend 200),
+/// resolved once so a call costs a few atomic operations instead of label allocations and a
+/// registry lookup. Other label sets go through the `metrics` macros.
+#[derive(Default)]
+pub struct ToolMetrics(OnceLock<Handles>);
+
+struct Handles {
+    ok: Counter,
+    tool_error: Counter,
+    took: Histogram,
+    upstream_ok: Counter,
+    upstream_took: Histogram,
+}
+
+impl ToolMetrics {
+    fn get(&self, business: &str, tool: &str) -> &Handles {
+        self.0.get_or_init(|| {
+            let (b, t) = (business.to_owned(), tool.to_owned());
+            Handles {
+                ok: request_counter(&b, &t, "ok", 200),
+                tool_error: request_counter(&b, &t, "tool_error", 200),
+                took: histogram!(REQUEST_SECONDS, "business" => b.clone(), "tool" => t.clone()),
+                upstream_ok: upstream_counter(&b, &t, "200".into()),
+                upstream_took: histogram!(UPSTREAM_SECONDS, "business" => b, "tool" => t),
+            }
+        })
+    }
+}
+
+fn request_counter(business: &str, tool: &str, outcome: &'static str, status: u16) -> Counter {
+    counter!(REQUESTS,
+        "business" => business.to_owned(),
+        "tool" => tool.to_owned(),
+        "outcome" => outcome,
+        "status" => status_label(status),
+    )
+}
+
+fn upstream_counter(business: &str, tool: &str, status: String) -> Counter {
+    counter!(UPSTREAM,
+        "business" => business.to_owned(),
+        "tool" => tool.to_owned(),
+        "status" => status,
+    )
+}
+
+/// Records one finished `tools/call` (called by `forward::call_tool`); returns the HTTP status
+/// portico answers it with, for the log line.
+pub fn tool_call(tool: &Tool, outcome: &'static str, reply: &Reply, took: Duration) -> u16 {
+    let status = match reply {
+        Reply::Error(e) => e.http_status.unwrap_or(200),
+        Reply::Result(_) => 200,
+    };
+    let h = tool.metrics.get(&tool.business.name, &tool.name);
+    match (outcome, status) {
+        ("ok", 200) => h.ok.increment(1),
+        ("tool_error", 200) => h.tool_error.increment(1),
+        _ => request_counter(&tool.business.name, &tool.name, outcome, status).increment(1),
+    }
+    h.took.record(took.as_secs_f64());
+    status
+}
+
+/// Times one backend request and counts it by backend status (wraps `upstream::rest::send`).
+pub async fn upstream(
+    tool: &Tool,
+    send: impl std::future::Future<Output = Result<RestResponse, Failure>>,
+) -> Result<RestResponse, Failure> {
+    let started = Instant::now();
+    let out = send.await;
+    let took = started.elapsed();
+    let h = tool.metrics.get(&tool.business.name, &tool.name);
+    let other = match &out {
+        Ok(resp) if resp.status == 200 => None,
+        Ok(resp) => Some(status_label(resp.status)),
+        Err(f) => Some(
+            match f.kind {
+                FailureKind::Timeout => "timeout",
+                FailureKind::Unavailable => "unavailable",
+                _ => "bad_response",
+            }
+            .to_owned(),
+        ),
+    };
+    match other {
+        None => h.upstream_ok.increment(1),
+        Some(status) => upstream_counter(&tool.business.name, &tool.name, status).increment(1),
+    }
+    h.upstream_took.record(took.as_secs_f64());
+    out
+}
+
+fn status_label(status: u16) -> String {
+    status.to_string()
+}
+
+/// Counts an open SSE stream until dropped.
+pub struct SseClient(());
+
+impl SseClient {
+    pub fn open() -> Self {
+        gauge!(SSE_CLIENTS).increment(1.0);
+        SseClient(())
+    }
+}
+
+impl Drop for SseClient {
+    fn drop(&mut self) {
+        gauge!(SSE_CLIENTS).decrement(1.0);
+    }
+}
+
+/// Records a reload attempt; `tools` is the size of the configuration now serving.
+pub fn reload(ok: bool, tools: usize) {
+    if ok {
+        counter!(RELOADS).increment(1);
+    } else {
+        counter!(RELOAD_FAILURES).increment(1);
+    }
+    gauge!(RELOAD_OK).set(if ok { 1.0 } else { 0.0 });
+    gauge!(TOOLS).set(tools as f64);
+}
+
+/// Sets the start-up values so every family is present from the first scrape.
+pub fn started(tools: usize) {
+    counter!(RELOADS).increment(0);
+    counter!(RELOAD_FAILURES).increment(0);
+    gauge!(RELOAD_OK).set(1.0);
+    gauge!(TOOLS).set(tools as f64);
+    gauge!(SSE_CLIENTS).increment(0.0);
+}

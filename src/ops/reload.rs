@@ -1,0 +1,230 @@
+//! Configuration hot reload: polls the configured paths (and every file the configuration read)
+//! for content changes, reloads on SIGHUP, recompiles and swaps the gateway atomically. It must
+//! never replace a working configuration with a broken one: a failed load is logged, counted
+//! and reported, and the previous gateway keeps serving.
+
+use crate::config;
+use crate::mcp::handler::Core;
+use serde::Serialize;
+use std::collections::BTreeSet;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// What the reloader last did, for `/readyz`.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct ReloadReport {
+    /// Configurations applied since start (the first load is generation 0).
+    pub generation: u64,
+    /// Refused reload attempts since start.
+    pub failures: u64,
+    /// Whether the last attempt (if any) was applied.
+    pub last_ok: bool,
+    /// Seconds since the epoch of the last attempt.
+    pub last_attempt_unix: Option<u64>,
+    /// Why the last attempt was refused (diagnostics, one per line).
+    pub last_error: Option<String>,
+}
+
+/// Shared reload status: written by the reloader, read by the admin listener. Not on the
+/// request path, so a plain mutex is fine.
+#[derive(Debug)]
+pub struct ReloadStatus(Mutex<ReloadReport>);
+
+impl Default for ReloadStatus {
+    fn default() -> Self {
+        ReloadStatus(Mutex::new(ReloadReport {
+            last_ok: true,
+            ..ReloadReport::default()
+        }))
+    }
+}
+
+impl ReloadStatus {
+    pub fn report(&self) -> ReloadReport {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn record(&self, result: Result<(), String>) {
+        let mut r = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        r.last_attempt_unix = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .ok()
+            .map(|d| d.as_secs());
+        match result {
+            Ok(()) => {
+                r.generation += 1;
+                r.last_ok = true;
+                r.last_error = None;
+            }
+            Err(e) => {
+                r.failures += 1;
+                r.last_ok = false;
+                r.last_error = Some(e);
+            }
+        }
+    }
+}
+
+/// Reloads from `paths` into `core`: applies a good configuration, refuses a broken one.
+pub fn reload_now(core: &Core, paths: &[PathBuf], status: &ReloadStatus) -> Result<(), String> {
+    let result = match config::load(paths) {
+        Ok(g) => {
+            for w in &g.warnings {
+                tracing::warn!("{w}");
+            }
+            let tools = g.tools.len();
+            core.gateway.store(Arc::new(g));
+            tracing::info!(tools, "configuration reloaded");
+            super::metrics::reload(true, tools);
+            Ok(())
+        }
+        Err(ds) => {
+            let text = ds
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n");
+            tracing::error!(diagnostics = %text, "configuration reload refused; the previous configuration keeps serving");
+            super::metrics::reload(false, core.gateway.load().tools.len());
+            Err(text)
+        }
+    };
+    status.record(result.clone());
+    result
+}
+
+/// Fingerprint of everything a reload would read: the mapping files found under `paths` (so
+/// added and removed files count) and the contents of those and of `sources`. Contents are
+/// read through symlinks, so a Kubernetes ConfigMap `..data` swap changes the fingerprint.
+fn fingerprint(paths: &[PathBuf], sources: &[PathBuf]) -> u64 {
+    let mut files: BTreeSet<PathBuf> = sources.iter().cloned().collect();
+    match config::compile::mapping_files(paths) {
+        Ok(found) => files.extend(found),
+        Err(_) => files.extend(paths.iter().cloned()),
+    }
+    let mut h = DefaultHasher::new();
+    for f in &files {
+        f.hash(&mut h);
+        hash_file(f, &mut h);
+    }
+    h.finish()
+}
+
+fn hash_file(path: &Path, h: &mut DefaultHasher) {
+    match std::fs::read(path) {
+        Ok(bytes) => bytes.hash(h),
+        Err(e) => e.kind().to_string().hash(h),
+    }
+}
+
+/// How the reloader runs.
+#[derive(Debug, Clone)]
+pub struct Watch {
+    /// The paths the configuration was loaded from.
+    pub paths: Vec<PathBuf>,
+    /// Poll period; `None` disables polling (SIGHUP still reloads if enabled).
+    pub interval: Option<Duration>,
+    /// Reload on SIGHUP (only one gateway per process should ask for it).
+    pub sighup: bool,
+}
+
+/// Runs the reloader until the task is aborted.
+pub fn spawn(
+    core: Arc<Core>,
+    watch: Watch,
+    status: Arc<ReloadStatus>,
+) -> tokio::task::JoinHandle<()> {
+    // Registered before returning, so a SIGHUP right after start-up reloads instead of
+    // terminating the process (the default action).
+    let mut hup = hangups(watch.sighup);
+    let sources = |core: &Core| core.gateway.load().sources.clone();
+    // Taken now, so a change made right after start-up is still a change.
+    let mut seen = fingerprint(&watch.paths, &sources(&core));
+    tokio::spawn(async move {
+        let period = watch.interval.unwrap_or(Duration::from_secs(3600));
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let forced = tokio::select! {
+                _ = tick.tick() => false,
+                Some(()) = next_hangup(&mut hup) => true,
+            };
+            if !forced && watch.interval.is_none() {
+                continue;
+            }
+            let now = fingerprint(&watch.paths, &sources(&core));
+            if !forced && now == seen {
+                continue;
+            }
+            if !forced {
+                // A writer may be half-way through: wait until two reads agree.
+                let settled = settle(&watch.paths, &sources(&core), now).await;
+                if settled == seen {
+                    continue;
+                }
+            }
+            let paths = watch.paths.clone();
+            let core2 = core.clone();
+            let status2 = status.clone();
+            // Compiling reads files and builds validators: keep it off the async workers.
+            let applied =
+                tokio::task::spawn_blocking(move || reload_now(&core2, &paths, &status2).is_ok())
+                    .await
+                    .unwrap_or(false);
+            tracing::debug!(applied, forced, "reload attempt finished");
+            // Failed or not, this content has been judged: only a new change retries.
+            seen = fingerprint(&watch.paths, &sources(&core));
+        }
+    })
+}
+
+async fn settle(paths: &[PathBuf], sources: &[PathBuf], mut last: u64) -> u64 {
+    for _ in 0..20 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = fingerprint(paths, sources);
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
+    last
+}
+
+#[cfg(unix)]
+type Hangups = Option<tokio::signal::unix::Signal>;
+#[cfg(not(unix))]
+type Hangups = Option<()>;
+
+#[cfg(unix)]
+fn hangups(enabled: bool) -> Hangups {
+    use tokio::signal::unix::{SignalKind, signal};
+    if !enabled {
+        return None;
+    }
+    match signal(SignalKind::hangup()) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot listen for SIGHUP; reload by file change only");
+            None
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn hangups(_enabled: bool) -> Hangups {
+    None
+}
+
+async fn next_hangup(hup: &mut Hangups) -> Option<()> {
+    #[cfg(unix)]
+    if let Some(s) = hup {
+        return s.recv().await;
+    }
+    let _ = hup;
+    std::future::pending().await
+}

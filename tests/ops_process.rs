@@ -1,0 +1,280 @@
+//! `portico serve` as a real child process: graceful shutdown on SIGTERM (the in-flight call
+//! completes, SSE streams end, new connections are refused, exit 0) and reload on SIGHUP.
+#![cfg(unix)]
+
+mod common;
+
+use bytes::Bytes;
+use common::*;
+use http_body_util::Full;
+use serde_json::json;
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{Notify, mpsc};
+
+/// A backend whose every answer waits until the test opens the gate; each request is announced
+/// on `arrived` first. No clock is involved.
+async fn gated_backend() -> (SocketAddr, Arc<Notify>, mpsc::UnboundedReceiver<String>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let gate = Arc::new(Notify::new());
+    let (tx, rx) = mpsc::unbounded_channel();
+    let g = gate.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let (g, tx) = (g.clone(), tx.clone());
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(move |req: hyper::Request<_>| {
+                    let (g, tx) = (g.clone(), tx.clone());
+                    async move {
+                        let _ = tx.send(req.uri().path().to_string());
+                        g.notified().await;
+                        let mut r = hyper::Response::new(Full::new(Bytes::from_static(
+                            br#"{"slept":true}"#,
+                        )));
+                        r.headers_mut()
+                            .insert("content-type", "application/json".parse().unwrap());
+                        Ok::<_, std::convert::Infallible>(r)
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    (addr, gate, rx)
+}
+
+/// Starts `portico serve` and returns it with its MCP URL (read from its `mcp:` line).
+fn serve(mapping: &Path, extra: &[&str]) -> (Child, String) {
+    let (child, mut lines) = serve_logging(mapping, extra, Stdio::null());
+    (child, lines.remove(0))
+}
+
+/// Starts `portico serve`; returns it and the URLs of its `name: url` lines (`mcp` first, then
+/// `admin` when `--admin-addr` is given).
+fn serve_logging(mapping: &Path, extra: &[&str], stderr: Stdio) -> (Child, Vec<String>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_portico"))
+        .arg("serve")
+        .arg(mapping)
+        .args(["--listen", "127.0.0.1:0"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .expect("portico serve starts");
+    let wanted = if extra.contains(&"--admin-addr") {
+        2
+    } else {
+        1
+    };
+    let urls = BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .take(wanted)
+        .map(|l| {
+            let l = l.unwrap();
+            let (_, url) = l
+                .split_once(": ")
+                .unwrap_or_else(|| panic!("unexpected line: {l:?}"));
+            url.trim().to_string()
+        })
+        .collect();
+    (child, urls)
+}
+
+fn signal(child: &Child, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill {sig} failed");
+}
+
+fn slow_mapping(backend: &str) -> std::path::PathBuf {
+    let dir = fixture_with_backend("gateway", backend);
+    let file = dir.join("plain.yaml");
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("timeout: 400ms", "timeout: 60s");
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+#[tokio::test]
+async fn sigterm_drains_the_in_flight_call_then_exits_zero() {
+    let (backend, gate, mut arrived) = gated_backend().await;
+    let mapping = slow_mapping(&backend.to_string());
+    let (mut child, urls) = serve_logging(
+        &mapping,
+        &["--shutdown-timeout", "60s", "--admin-addr", "127.0.0.1:0"],
+        Stdio::null(),
+    );
+    let (url, admin) = (urls[0].clone(), urls[1].clone());
+    let client = reqwest::Client::new();
+
+    // A 2025-era SSE stream that must be closed, not waited for.
+    let (sid, _) = initialize(&client, &url, "2025-11-25").await;
+    let stream = client
+        .get(&url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &sid)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+
+    let in_flight = {
+        let (client, url) = (client.clone(), url.clone());
+        tokio::spawn(async move { call(&client, &url, "slow", json!({"ms": 1})).await })
+    };
+    assert_eq!(arrived.recv().await.as_deref(), Some("/t/slow/1"));
+
+    signal(&child, "-TERM");
+
+    // The SSE stream ends while the call is still held at the backend.
+    let rest = stream.text().await;
+    assert!(rest.is_ok(), "the SSE stream ends cleanly: {rest:?}");
+
+    // New connections are refused while the in-flight call is still held at the backend.
+    let port = url
+        .trim_start_matches("http://")
+        .split(['/', ':'])
+        .nth(1)
+        .unwrap()
+        .parse::<u16>()
+        .unwrap();
+    let mut refused = false;
+    for _ in 0..400 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_err()
+        {
+            refused = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(
+        refused,
+        "the MCP port still accepts connections after SIGTERM"
+    );
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "portico exited before the in-flight call finished"
+    );
+    // While draining, the admin listener still answers, and says "not ready".
+    let readyz = client.get(format!("{admin}readyz")).send().await.unwrap();
+    assert_eq!(readyz.status(), 503);
+    let body: serde_json::Value = readyz.json().await.unwrap();
+    assert_eq!(body["draining"], true, "{body}");
+
+    gate.notify_one();
+    let answer = in_flight.await.unwrap();
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    assert_eq!(answer.sc()["slept"], true, "{}", answer.text);
+    let status = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        status.success(),
+        "portico exits 0 after draining: {status:?}"
+    );
+}
+
+#[tokio::test]
+async fn sighup_reloads_the_configuration() {
+    let (backend, _seen) = test_backend().await;
+    let dir = fixture_with_backend("gateway", &backend.to_string());
+    let file = dir.join("plain.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let shape = "  shape:\n    http: GET /echo/shape\n    result: '{ wrong: true }'\n";
+    assert!(text.contains(shape));
+    std::fs::write(&file, text.replace(shape, "")).unwrap();
+    let (mut child, url) = serve(&file, &["--reload-interval", "off"]);
+    let client = reqwest::Client::new();
+    let listed = |a: Answer| {
+        a.result()["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "shape")
+    };
+    assert!(!listed(
+        send(modern(&client, &url, 1, "tools/list", json!({}))).await
+    ));
+
+    std::fs::write(&file, text).unwrap();
+    signal(&child, "-HUP");
+    let mut seen = false;
+    for _ in 0..400 {
+        if listed(send(modern(&client, &url, 1, "tools/list", json!({}))).await) {
+            seen = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(seen, "SIGHUP did not reload the configuration");
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "SIGHUP must not end portico"
+    );
+    signal(&child, "-TERM");
+    let status = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+}
+
+#[tokio::test]
+async fn each_call_logs_one_json_line_with_ids_and_outcome() {
+    let (backend, _seen) = test_backend().await;
+    let dir = fixture_with_backend("gateway", &backend.to_string());
+    let (mut child, urls) = serve_logging(
+        &dir.join("usp.yaml"),
+        &["--log-format", "json"],
+        Stdio::piped(),
+    );
+    let url = &urls[0];
+    let client = reqwest::Client::new();
+    let args = json!({"name": "x", "count": 1, "_meta": {"usp": {"correlation_id": "corr-77"}}});
+    let a = call(&client, url, "echo_post", args).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    signal(&child, "-TERM");
+    let stderr = child.stderr.take().unwrap();
+    let lines = tokio::task::spawn_blocking(move || {
+        BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap();
+    assert!(child.wait().unwrap().success());
+    let calls: Vec<serde_json::Value> = lines
+        .iter()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["fields"]["message"] == "tools/call")
+        .collect();
+    assert_eq!(calls.len(), 1, "{lines:#?}");
+    let line = &calls[0];
+    assert_eq!(line["fields"]["business"], "test-usp");
+    assert_eq!(line["fields"]["tool"], "echo_post");
+    assert_eq!(line["fields"]["outcome"], "ok");
+    assert_eq!(line["fields"]["status"], 200);
+    assert!(line["fields"]["latency_us"].is_u64(), "{line}");
+    assert_eq!(line["span"]["correlation_id"], "corr-77", "{line}");
+    assert!(
+        line["span"]["request_id"]
+            .as_str()
+            .is_some_and(|id| !id.is_empty()),
+        "{line}"
+    );
+}

@@ -1,0 +1,214 @@
+//! Hot reload over real HTTP: a changed mapping adds a tool, a broken one is refused (old
+//! configuration keeps serving; the failure shows in /metrics and /readyz), and a Kubernetes
+//! ConfigMap-style `..data` symlink swap is picked up.
+
+mod common;
+
+use common::*;
+use portico::app::{Ops, Running};
+use portico::ops::reload::Watch;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The fixture's `text` tool: removed before start, added back to simulate a new tool (every
+/// tool must be a method of the fixture's OpenRPC document).
+const NEW_TOOL: &str = "  text:\n    http: GET /text\n";
+
+fn remove_tool(file: &Path) {
+    let text = std::fs::read_to_string(file).unwrap();
+    assert!(text.contains(NEW_TOOL), "fixture changed: {text}");
+    std::fs::write(file, text.replace(NEW_TOOL, "")).unwrap();
+}
+
+async fn watched(paths: Vec<PathBuf>) -> Running {
+    let ops = Ops {
+        admin: Some("127.0.0.1:0".parse().unwrap()),
+        watch: Some(Watch {
+            paths: paths.clone(),
+            interval: Some(Duration::from_millis(50)),
+            sighup: false,
+        }),
+        ..Ops::default()
+    };
+    gateway_ops(&paths, ops).await
+}
+
+async fn readyz(client: &reqwest::Client, admin: &str) -> (u16, Value) {
+    let r = client.get(format!("{admin}readyz")).send().await.unwrap();
+    (r.status().as_u16(), r.json().await.unwrap())
+}
+
+async fn tool_names(client: &reqwest::Client, url: &str) -> Vec<String> {
+    let a = send(modern(client, url, 1, "tools/list", json!({}))).await;
+    a.result()["tools"]
+        .as_array()
+        .expect("tools/list answers")
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// Polls `check` until it holds; fails the test after a generous bound (not a timing assertion:
+/// the bound only stops a broken reloader from hanging the suite).
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..600 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("never happened: {what}");
+}
+
+/// Waits until `tools/list` names the re-added tool.
+async fn until_listed(client: &reqwest::Client, url: &str, what: &str) {
+    eventually(what, || async {
+        tool_names(client, url).await.contains(&"text".to_string())
+    })
+    .await;
+}
+
+fn add_tool(file: &Path) {
+    let mut text = std::fs::read_to_string(file).unwrap();
+    text.push_str(NEW_TOOL);
+    std::fs::write(file, text).unwrap();
+}
+
+#[tokio::test]
+async fn a_changed_mapping_file_adds_a_tool() {
+    let (addr, _seen) = test_backend().await;
+    let dir = fixture_with_backend("gateway", &addr.to_string());
+    let file = dir.join("plain.yaml");
+    remove_tool(&file);
+    let gw = watched(vec![file.clone()]).await;
+    let client = reqwest::Client::new();
+    let url = gw.mcp_url();
+    assert!(
+        !tool_names(&client, &url)
+            .await
+            .contains(&"text".to_string())
+    );
+
+    add_tool(&file);
+    until_listed(&client, &url, "the new tool is listed").await;
+    let a = call(&client, &url, "text", json!({})).await;
+    // Served by the new configuration: a tool result, not "Unknown tool".
+    assert!(a.error_code().is_none(), "{}", a.text);
+    assert!(a.result()["content"].is_array(), "{}", a.text);
+    assert_eq!(gw.reload.report().generation, 1);
+    gw.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_broken_mapping_is_refused_and_reported() {
+    let (addr, _seen) = test_backend().await;
+    let dir = fixture_with_backend("gateway", &addr.to_string());
+    let file = dir.join("plain.yaml");
+    remove_tool(&file);
+    // Watch the folder (so the reloader lists it), holding one business only.
+    std::fs::remove_file(dir.join("usp.yaml")).unwrap();
+    let gw = watched(vec![dir.clone()]).await;
+    let client = reqwest::Client::new();
+    let url = gw.mcp_url();
+    let admin = gw.admin_url().unwrap();
+
+    std::fs::write(&file, "business: [this is not a mapping\n").unwrap();
+    eventually("the failed reload shows in /readyz", || async {
+        readyz(&client, &admin).await.1["config"]["reload"]["last_ok"] == false
+    })
+    .await;
+
+    // The previous configuration keeps serving.
+    let a = call(&client, &url, "echo_get", json!({"id": "still"})).await;
+    assert_eq!(a.sc()["path"], "/t/echo/items/still", "{}", a.text);
+
+    let (status, body) = readyz(&client, &admin).await;
+    assert_eq!(
+        status, 200,
+        "a refused reload does not make serving unready"
+    );
+    let reload = &body["config"]["reload"];
+    assert_eq!(reload["generation"], 0);
+    assert!(reload["failures"].as_u64().unwrap() >= 1, "{reload}");
+    assert!(
+        reload["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("plain.yaml"),
+        "{reload}"
+    );
+
+    let metrics = client
+        .get(format!("{admin}metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let failures = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("portico_config_reload_failures_total "))
+        .and_then(|v| v.parse::<f64>().ok());
+    assert!(failures.is_some_and(|f| f >= 1.0), "{metrics}");
+    assert!(
+        metrics.contains("portico_config_last_reload_success 0")
+            || metrics.contains("portico_config_last_reload_success 1"),
+        "{metrics}"
+    );
+
+    // Fixing the file is picked up again.
+    let fixed = std::fs::read_to_string(fixtures().join("gateway/plain.yaml"))
+        .unwrap()
+        .replace("127.0.0.1:9101", &addr.to_string());
+    std::fs::write(&file, fixed).unwrap();
+    until_listed(&client, &url, "the fixed file is applied").await;
+    assert!(gw.reload.report().last_ok);
+    gw.stop().await.unwrap();
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_configmap_symlink_swap_is_picked_up() {
+    use std::os::unix::fs::symlink;
+    let (addr, _seen) = test_backend().await;
+    let src = fixture_with_backend("gateway", &addr.to_string());
+    // The layout the kubelet writes: real files in a timestamped folder, `..data` pointing at
+    // it, and each visible file a symlink through `..data`.
+    let mount = std::env::temp_dir().join(format!("portico-cm-{}", uuid::Uuid::new_v4().simple()));
+    let v1 = mount.join("..2026_11_30_v1");
+    std::fs::create_dir_all(&v1).unwrap();
+    for f in ["plain.yaml", "test.openrpc.json"] {
+        std::fs::copy(src.join(f), v1.join(f)).unwrap();
+        symlink(Path::new("..data").join(f), mount.join(f)).unwrap();
+    }
+    remove_tool(&v1.join("plain.yaml"));
+    symlink("..2026_11_30_v1", mount.join("..data")).unwrap();
+
+    let gw = watched(vec![mount.clone()]).await;
+    let client = reqwest::Client::new();
+    let url = gw.mcp_url();
+    assert!(
+        tool_names(&client, &url)
+            .await
+            .contains(&"echo_get".to_string())
+    );
+
+    let v2 = mount.join("..2026_11_30_v2");
+    std::fs::create_dir_all(&v2).unwrap();
+    for f in ["plain.yaml", "test.openrpc.json"] {
+        std::fs::copy(v1.join(f), v2.join(f)).unwrap();
+    }
+    add_tool(&v2.join("plain.yaml"));
+    symlink("..2026_11_30_v2", mount.join("..data_tmp")).unwrap();
+    std::fs::rename(mount.join("..data_tmp"), mount.join("..data")).unwrap();
+    std::fs::remove_dir_all(&v1).unwrap();
+
+    until_listed(&client, &url, "the swapped-in tool is listed").await;
+    gw.stop().await.unwrap();
+}
