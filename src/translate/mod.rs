@@ -1,7 +1,9 @@
 //! Translation between the neutral model and REST: `Call` -> HTTP request, HTTP answer -> `Outcome`.
 //! Pure functions over compiled configuration; they never perform I/O themselves.
 
+pub mod content;
 pub mod path;
 pub mod request;
 pub mod response;
 pub mod transform;
+pub mod uri;
