@@ -85,7 +85,7 @@ pub fn resources(
             Err(e) => {
                 diags.push(
                     Diagnostic::error(file, e)
-                        .line(line(""))
+                        .line(locate_yaml(text, &["resources", uri]))
                         .at(here(&["resources", uri]))
                         .hint("write `test://items/{id}`: variables are `{name}`, separated by literals"),
                 );
