@@ -12,7 +12,7 @@ use std::hint::black_box;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn gateway() -> portico::config::Gateway {
-    let dir = portico::demo::write_files("127.0.0.1:9".parse().unwrap()).expect("demo files");
+    let dir = portico::demo::write_files("127.0.0.1:9".parse().unwrap(), None).expect("demo files");
     portico::config::load(&[dir.join("mappings")]).expect("demo config loads")
 }
 

@@ -125,6 +125,14 @@ pub fn prepare(tool: &Tool, args: Value) -> Result<Call, Reply> {
 /// The pure half of the return path: backend answer -> outcome -> protocol reply (envelope,
 /// output-schema check, summary). No I/O; benchmarked on its own.
 pub fn translate_response(tool: &Tool, call: &Call, resp: response::RestResponse) -> Reply {
+    if let Some(rule) = &tool.content
+        && let Some(blocks) = response::content_blocks(tool, rule, call, &resp)
+    {
+        return match blocks {
+            Ok(content) => Reply::Result(json!({ "content": content })),
+            Err(f) => reply_for(tool, call, Outcome::Failure(f)),
+        };
+    }
     reply_for(tool, call, response::outcome(tool, call, resp))
 }
 

@@ -9,10 +9,12 @@
 //! - [`translate`]: `Call` -> REST request, REST response -> `Outcome`, jq transforms, path templates.
 //! - [`upstream`]: the pooled REST client that talks to a business's backend.
 //! - [`mcp`]: JSON-RPC, both MCP protocol eras, Streamable HTTP.
+//! - [`catalog`]: resources and prompts from mappings (read, render, complete).
 //! - [`demo`]: the embedded legacy booking API and the `portico demo` runner.
 
 pub mod app;
 pub mod binding;
+pub mod catalog;
 pub mod check;
 pub mod config;
 pub mod demo;

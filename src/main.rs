@@ -71,6 +71,10 @@ enum Command {
         /// Port of the MCP endpoint; the legacy backend takes the next one.
         #[arg(long, default_value_t = 9100)]
         port: u16,
+        /// Also serve the MCP conformance fixtures (mappings/conformance.yaml) from a REST
+        /// fixture backend on port + 2.
+        #[arg(long)]
+        fixtures: bool,
     },
     /// Run only the demo's legacy booking API (for `portico serve mappings/` and benchmarks).
     DemoBackend {
@@ -296,9 +300,9 @@ async fn main() -> ExitCode {
                 }
             }
         }
-        Command::Demo { port } => {
+        Command::Demo { port, fixtures } => {
             init_logging();
-            let demo = match portico::demo::start(port).await {
+            let demo = match portico::demo::start_with(port, fixtures).await {
                 Ok(d) => d,
                 Err(e) => {
                     eprintln!("{e}");

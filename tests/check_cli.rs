@@ -28,12 +28,6 @@ fn check(paths: &[&Path]) -> (i32, String) {
 
 const HEAD: &str = "business: spa\nbinding: usp\nopenrpc: usp.openrpc.json\nbackend:\n  url: http://127.0.0.1:1/api\n";
 
-fn mapping(dir: &Path, body: &str) -> PathBuf {
-    let p = dir.join("m.yaml");
-    std::fs::write(&p, format!("{HEAD}{body}")).unwrap();
-    p
-}
-
 #[test]
 fn the_shipped_configuration_checks_clean() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -44,7 +38,7 @@ fn the_shipped_configuration_checks_clean() {
         &root.join("openrpc/ucp-ask.openrpc.json"),
     ]);
     assert_eq!(code, 0, "{text}");
-    assert!(text.starts_with("ok: 6 file(s), 26 tool(s)"), "{text}");
+    assert!(text.starts_with("ok: 7 file(s), 33 tool(s)"), "{text}");
 }
 
 #[test]
@@ -104,19 +98,7 @@ fn each_mistake_points_at_file_line_and_fix() {
             &["summary template"],
         ),
     ];
-    for (body, line, fragments) in cases {
-        let p = mapping(&d, body);
-        let (code, text) = check(&[&p]);
-        assert_eq!(code, 1, "{body}\n{text}");
-        let at = format!("{}:{line}", p.display());
-        assert!(
-            text.contains(&at),
-            "expected `{at}` in:\n{text}\nfor:\n{body}"
-        );
-        for f in *fragments {
-            assert!(text.contains(f), "expected `{f}` in:\n{text}");
-        }
-    }
+    expect_mistakes(&d, HEAD, cases);
 }
 
 #[test]
@@ -194,4 +176,88 @@ fn openrpc_reference_errors_name_document_and_pointer() {
     let (code, text) = check(&[&doc]);
     assert_eq!(code, 1);
     assert!(text.contains("line 1"), "{text}");
+}
+
+#[test]
+fn resource_prompt_and_content_mistakes_point_at_file_line_and_fix() {
+    let d = workdir("surface");
+    let openrpc = Path::new(env!("CARGO_MANIFEST_DIR")).join("openrpc/conformance.openrpc.json");
+    std::fs::copy(openrpc, d.join("conformance.openrpc.json")).unwrap();
+    const PLAIN: &str = "business: f\nbinding: plain\nopenrpc: conformance.openrpc.json\nbackend:\n  url: http://127.0.0.1:1/v1\n";
+    let cases: &[(&str, usize, &[&str])] = &[
+        (
+            "tools: {}\nresources:\n  \"test://x/{id}\":\n    http: POST /x/{id}\n    name: x\n",
+            9,
+            &[
+                "resources are read with GET, not `POST`",
+                "hint: write `http: GET",
+            ],
+        ),
+        (
+            "tools: {}\nresources:\n  \"test://x/{id}\":\n    http: GET /x/{idd}\n    name: x\n",
+            9,
+            &[
+                "placeholder `{idd}` is not a variable",
+                "hint: variables: id",
+            ],
+        ),
+        (
+            "tools: {}\nresources:\n  \"test://x/{id}{n}\":\n    http: GET /x\n    name: x\n",
+            8,
+            &["two variables need a literal", "hint:"],
+        ),
+        (
+            "tools: {}\nprompts:\n  p:\n    description: d\n    messages:\n      - text: \"hi {{ who }}\"\n",
+            10,
+            &[
+                "undeclared argument(s): who",
+                "hint: declare them under `prompts.p.arguments`",
+            ],
+        ),
+        (
+            "tools: {}\nprompts:\n  p:\n    description: d\n    messages:\n      - role: system\n        text: x\n",
+            10,
+            &["unknown role `system`", "hint: use `user` or `assistant`"],
+        ),
+        (
+            "tools:\n  test_image_content:\n    http: GET /i\n    content: { kind: picture }\n",
+            9,
+            &[
+                "unknown content kind `picture`",
+                "hint: use one of: media, embedded, link, blocks",
+            ],
+        ),
+        (
+            "tools:\n  test_simple_text:\n    http: GET /g\n    content: { kind: blocks, blocks: '[.x]' }\n",
+            9,
+            &[
+                "answers without structuredContent",
+                "hint: remove the method's `result`",
+            ],
+        ),
+        (
+            "tools:\n  test_embedded_resource:\n    http: GET /e\n    content:\n      kind: embedded\n",
+            10,
+            &["`kind: embedded` needs `uri`", "hint:"],
+        ),
+    ];
+    expect_mistakes(&d, PLAIN, cases);
+}
+
+/// Checks each mapping body (after `head`): exit 1, the file:line, and every fragment.
+fn expect_mistakes(d: &Path, head: &str, cases: &[(&str, usize, &[&str])]) {
+    for (body, line, fragments) in cases {
+        let p = d.join("m.yaml");
+        std::fs::write(&p, format!("{head}{body}")).unwrap();
+        let (code, text) = check(&[&p]);
+        assert_eq!(code, 1, "{body}\n{text}");
+        let at = format!("{}:{line}", p.display());
+        assert!(
+            text.contains(&at),
+            "expected `{at}` in:\n{text}\nfor:\n{body}"
+        );
+        for f in *fragments {
+            assert!(text.contains(f), "expected `{f}` in:\n{text}");
+        }
+    }
 }

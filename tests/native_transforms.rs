@@ -9,7 +9,7 @@ async fn every_demo_transform_is_native_and_agrees_with_jaq_on_real_bodies() {
     let (backend, _task) = portico::demo::backend::spawn("127.0.0.1:0".parse().expect("addr"))
         .await
         .expect("demo backend");
-    let dir = portico::demo::write_files(backend).expect("demo files");
+    let dir = portico::demo::write_files(backend, None).expect("demo files");
     let gateway = portico::config::load(&[dir.join("mappings")]).expect("demo mappings load");
     let mut count = 0;
     for tool in gateway.tools.values() {

@@ -9,7 +9,7 @@ async fn stdio_serves_the_demo_mappings() {
     let (addr, _task) = portico::demo::backend::spawn("127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
-    let dir = portico::demo::write_files(addr).unwrap();
+    let dir = portico::demo::write_files(addr, None).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_portico"))
         .arg("stdio")
         .arg(dir.join("mappings"))

@@ -6,7 +6,9 @@ use super::diag::{Diagnostic, locate_yaml};
 use super::mapping::{MappingFile, OutcomeSpec, ToolSpec};
 use super::openrpc::{self, Document};
 use super::schema::{Bundler, Sources, Unresolved};
+use super::surface::{self, Prompt, Resource};
 use crate::binding::{Binding, Kind, Rule};
+use crate::translate::content::ContentRule;
 use crate::translate::path::PathTemplate;
 use crate::translate::transform::Transform;
 use http::{HeaderName, HeaderValue, Method};
@@ -96,6 +98,8 @@ pub struct Tool {
     pub access: Option<String>,
     /// Metric handles, resolved on the first call.
     pub metrics: crate::ops::metrics::ToolMetrics,
+    /// How a success body becomes `content[]` (`None`: JSON -> structuredContent + text).
+    pub content: Option<ContentRule>,
 }
 
 impl fmt::Debug for Tool {
@@ -167,6 +171,10 @@ pub struct Gateway {
     /// Tools in serving order (file order, then mapping order).
     pub tools: IndexMap<String, Arc<Tool>>,
     pub businesses: Vec<Arc<Business>>,
+    /// Resources and resource templates, in file order (`resources/*`).
+    pub resources: Vec<Arc<Resource>>,
+    /// Prompts by name (`prompts/*`, `completion/complete`).
+    pub prompts: IndexMap<String, Arc<Prompt>>,
     /// Warnings found while loading (errors make `load` fail).
     pub warnings: Vec<Diagnostic>,
     /// Every local file the configuration was read from (mappings, OpenRPC, schemas), sorted.
@@ -258,9 +266,31 @@ pub fn load(paths: &[PathBuf]) -> Result<Gateway, Vec<Diagnostic>> {
     let mut tools: IndexMap<String, Arc<Tool>> = IndexMap::new();
     let mut owners: HashMap<String, PathBuf> = HashMap::new();
     let mut businesses = Vec::new();
+    let mut resources: Vec<Arc<Resource>> = Vec::new();
+    let mut prompts: IndexMap<String, Arc<Prompt>> = IndexMap::new();
     for file in &files {
         match compile_file(file, &mut sources, &mut docs, &mut diags) {
-            Some((business, compiled)) => {
+            Some(Compiled {
+                business,
+                tools: compiled,
+                resources: file_resources,
+                prompts: file_prompts,
+            }) => {
+                let text = std::fs::read_to_string(file).unwrap_or_default();
+                for r in file_resources {
+                    if resources.iter().any(|o| o.uri == r.uri) {
+                        diags.push(defined_twice(file, &text, "resources", &r.uri));
+                        continue;
+                    }
+                    resources.push(Arc::new(r));
+                }
+                for p in file_prompts {
+                    if prompts.contains_key(&p.name) {
+                        diags.push(defined_twice(file, &text, "prompts", &p.name));
+                        continue;
+                    }
+                    prompts.insert(p.name.clone(), Arc::new(p));
+                }
                 for t in compiled {
                     if let Some(other) = owners.get(&t.name) {
                         let text = std::fs::read_to_string(file).unwrap_or_default();
@@ -294,6 +324,8 @@ pub fn load(paths: &[PathBuf]) -> Result<Gateway, Vec<Diagnostic>> {
     Ok(Gateway {
         tools,
         businesses,
+        resources,
+        prompts,
         warnings,
         sources: read,
     })
@@ -356,12 +388,38 @@ fn report_unresolved(
     }
 }
 
+/// A resource URI or prompt name that an earlier mapping file already defines.
+fn defined_twice(file: &Path, text: &str, section: &str, key: &str) -> Diagnostic {
+    let what = if section == "resources" {
+        "resource"
+    } else {
+        "prompt"
+    };
+    Diagnostic::error(
+        file,
+        format!("{what} `{key}` is also defined by an earlier mapping file"),
+    )
+    .line(locate_yaml(text, &[section, key]))
+    .at(format!("{section}.{key}"))
+    .hint(format!(
+        "{what} names must be unique across the mapping files one portico serves"
+    ))
+}
+
+/// One mapping file, compiled.
+struct Compiled {
+    business: Arc<Business>,
+    tools: Vec<Tool>,
+    resources: Vec<Resource>,
+    prompts: Vec<Prompt>,
+}
+
 fn compile_file(
     file: &Path,
     sources: &mut Sources,
     docs: &mut HashMap<PathBuf, Document>,
     diags: &mut Vec<Diagnostic>,
-) -> Option<(Arc<Business>, Vec<Tool>)> {
+) -> Option<Compiled> {
     let text = match std::fs::read_to_string(file) {
         Ok(t) => t,
         Err(e) => {
@@ -542,8 +600,15 @@ fn compile_file(
             tools.push(t);
         }
     }
+    let resources = surface::resources(file, &text, &spec, &business, diags);
+    let prompts = surface::prompts(file, &text, &spec, diags);
     let errors_after = diags.iter().filter(|d| d.is_error()).count();
-    (errors_after == errors_before).then_some((business, tools))
+    (errors_after == errors_before).then_some(Compiled {
+        business,
+        tools,
+        resources,
+        prompts,
+    })
 }
 
 /// Rough edit distance for "did you mean".
@@ -975,6 +1040,17 @@ fn compile_tool(
             false
         }
     };
+    let content = ts.content.as_ref().and_then(|c| {
+        let cx = surface::ContentCtx {
+            file,
+            text,
+            tool: name,
+            binding: business.binding.kind,
+            has_output: method.result.is_some(),
+            defs,
+        };
+        surface::content(&cx, c, diags)
+    });
     let mut outcomes = business_outcomes.clone();
     let prefix = ["tools", name, "outcomes"];
     outcomes.extend(compile_outcomes(
@@ -1127,6 +1203,7 @@ fn compile_tool(
         timeout,
         access: method.access.clone(),
         metrics: Default::default(),
+        content,
     })
 }
 

@@ -33,6 +33,12 @@ pub struct MappingFile {
     pub outcomes: IndexMap<String, OutcomeSpec>,
     /// Tool name (an OpenRPC method) -> REST call.
     pub tools: IndexMap<String, ToolSpec>,
+    /// Resource URI, or URI template with `{var}`s -> REST GET (`resources/*`).
+    #[serde(default)]
+    pub resources: IndexMap<String, ResourceSpec>,
+    /// Prompt name -> MiniJinja messages (`prompts/*`, `completion/complete`).
+    #[serde(default)]
+    pub prompts: IndexMap<String, PromptSpec>,
 }
 
 /// Where and how to reach the backend.
@@ -111,6 +117,85 @@ pub struct ToolSpec {
     /// Overrides the tool description taken from the OpenRPC.
     #[serde(default)]
     pub description: Option<String>,
+    /// How a success body becomes MCP `content[]` (default: JSON -> structuredContent + text).
+    #[serde(default)]
+    pub content: Option<ContentSpec>,
+}
+
+/// How a tool's success body becomes MCP content.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContentSpec {
+    /// `media`, `embedded`, `link` or `blocks`.
+    pub kind: String,
+    /// `embedded` / `link`: the resource URI (MiniJinja over the arguments).
+    #[serde(default)]
+    pub uri: Option<String>,
+    /// `link`: the link's name (default: the URI).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// `blocks`: jq over the JSON body yielding an array of MCP content blocks.
+    #[serde(default)]
+    pub blocks: Option<String>,
+}
+
+/// A resource (or resource template) read with one REST GET.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceSpec {
+    /// `GET /path/{var}`: placeholders name the URI template's variables.
+    pub http: String,
+    /// Programmatic name (`resources/list`).
+    pub name: String,
+    /// Human title.
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Media type announced and used for the contents (default: the backend's Content-Type).
+    #[serde(default)]
+    pub mime_type: Option<String>,
+}
+
+/// A prompt: arguments and MiniJinja message templates.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromptSpec {
+    #[serde(default)]
+    pub title: Option<String>,
+    pub description: String,
+    /// Argument name -> declaration, in order.
+    #[serde(default)]
+    pub arguments: IndexMap<String, PromptArgSpec>,
+    pub messages: Vec<PromptMessageSpec>,
+}
+
+/// One prompt argument.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromptArgSpec {
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub required: bool,
+    /// Values offered by `completion/complete` (filtered by prefix).
+    #[serde(default)]
+    pub values: Vec<String>,
+}
+
+/// One prompt message: exactly one of `text` or `resource`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromptMessageSpec {
+    /// `user` (default) or `assistant`.
+    #[serde(default)]
+    pub role: Option<String>,
+    /// MiniJinja template over the arguments.
+    #[serde(default)]
+    pub text: Option<String>,
+    /// MiniJinja template giving a URI of a mapped resource, read through the backend.
+    #[serde(default)]
+    pub resource: Option<String>,
 }
 
 /// What an HTTP status means. Exactly one of `business`, `error`, `tool_error`, `success`.

@@ -6,6 +6,7 @@ pub mod diag;
 pub mod mapping;
 pub mod openrpc;
 pub mod schema;
+pub mod surface;
 
 pub use compile::{Backend, Business, Gateway, OutcomeRule, Tool, load};
 pub use diag::{Diagnostic, Severity};

@@ -2,6 +2,7 @@
 //! It owns the demo's files and ports; it must never listen beyond loopback.
 
 pub mod backend;
+pub mod fixtures;
 
 use crate::app::{self, Running};
 use crate::config;
@@ -42,11 +43,28 @@ pub const FILES: &[(&str, &str)] = &[
 /// The backend address written in the demo mappings.
 pub const MAPPED_BACKEND: &str = "127.0.0.1:9101";
 
+/// The MCP conformance fixtures (`portico demo --fixtures`): mapping and OpenRPC.
+pub const FIXTURE_FILES: &[(&str, &str)] = &[
+    (
+        "mappings/conformance.yaml",
+        include_str!("../../mappings/conformance.yaml"),
+    ),
+    (
+        "openrpc/conformance.openrpc.json",
+        include_str!("../../openrpc/conformance.openrpc.json"),
+    ),
+];
+
+/// The fixture backend address written in `mappings/conformance.yaml`.
+pub const MAPPED_FIXTURES: &str = "127.0.0.1:9102";
+
 /// A running demo.
 pub struct Demo {
     pub gateway: Running,
     pub backend_addr: SocketAddr,
     pub backend_task: tokio::task::JoinHandle<std::io::Result<()>>,
+    /// The conformance fixture backend, when started with fixtures.
+    pub fixtures: Option<(SocketAddr, tokio::task::JoinHandle<std::io::Result<()>>)>,
     pub dir: PathBuf,
 }
 
@@ -62,8 +80,13 @@ impl Demo {
     /// Lines printed by `portico demo`: `name: url`, then one example call.
     pub fn banner(&self) -> String {
         let mcp = self.mcp_url();
+        let fixtures = self
+            .fixtures
+            .as_ref()
+            .map(|(a, _)| format!("fixtures: http://{a}\n"))
+            .unwrap_or_default();
         format!(
-            "mcp: {mcp}\nbackend: {backend}\n{admin}example: curl -s {mcp} -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: usp_services_list' -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{{\"name\":\"usp_services_list\",\"arguments\":{{}},\"_meta\":{{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{{}}}}}}}}'\n",
+            "mcp: {mcp}\nbackend: {backend}\n{admin}{fixtures}example: curl -s {mcp} -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: usp_services_list' -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{{\"name\":\"usp_services_list\",\"arguments\":{{}},\"_meta\":{{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{{}}}}}}}}'\n",
             backend = self.backend_url(),
             admin = self
                 .gateway
@@ -76,23 +99,36 @@ impl Demo {
     pub async fn stop(self) {
         let _ = self.gateway.stop().await;
         self.backend_task.abort();
+        if let Some((_, task)) = self.fixtures {
+            task.abort();
+        }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
-/// Writes the embedded files to a private folder with the backend address filled in.
-pub fn write_files(backend: SocketAddr) -> std::io::Result<PathBuf> {
+/// Writes the embedded files to a private folder with the backend address filled in (and the
+/// conformance fixtures with theirs, when given).
+pub fn write_files(backend: SocketAddr, fixtures: Option<SocketAddr>) -> std::io::Result<PathBuf> {
     let dir = std::env::temp_dir().join(format!(
         "portico-demo-{}-{}",
         std::process::id(),
         uuid::Uuid::new_v4().simple()
     ));
-    for (name, text) in FILES {
-        let path = dir.join(name);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)?;
+    let fixture_files = fixtures.map(|a| (FIXTURE_FILES, a.to_string()));
+    let sets = [(FILES, backend.to_string())]
+        .into_iter()
+        .chain(fixture_files);
+    for (files, addr) in sets {
+        for (name, text) in files {
+            let path = dir.join(name);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            let text = text
+                .replace(MAPPED_BACKEND, &addr)
+                .replace(MAPPED_FIXTURES, &addr);
+            std::fs::write(path, text)?;
         }
-        std::fs::write(path, text.replace(MAPPED_BACKEND, &backend.to_string()))?;
     }
     Ok(dir)
 }
@@ -100,16 +136,39 @@ pub fn write_files(backend: SocketAddr) -> std::io::Result<PathBuf> {
 /// Starts the backend on `port + 1`, portico on `port` and its admin listener on `port + 2`
 /// (all 0 = any free port).
 pub async fn start(port: u16) -> Result<Demo, String> {
-    let backend_port = if port == 0 {
-        0
+    start_with(port, false).await
+}
+
+/// As `start`; with `fixtures`, also the conformance fixture backend on `port + 2`, served
+/// through `mappings/conformance.yaml`.
+pub async fn start_with(port: u16, fixtures: bool) -> Result<Demo, String> {
+    let next = |n: u16| -> Result<u16, String> {
+        if port == 0 {
+            Ok(0)
+        } else {
+            port.checked_add(n)
+                .ok_or_else(|| "port too large".to_string())
+        }
+    };
+    let backend_port = next(1)?;
+    let fixtures = if fixtures {
+        let fixture_port = next(2)?;
+        Some(
+            fixtures::spawn(SocketAddr::from((Ipv4Addr::LOCALHOST, fixture_port)))
+                .await
+                .map_err(|e| {
+                    format!("cannot start the fixture backend on port {fixture_port}: {e}")
+                })?,
+        )
     } else {
-        port.checked_add(1).ok_or("port too large")?
+        None
     };
     let (backend_addr, backend_task) =
         backend::spawn(SocketAddr::from((Ipv4Addr::LOCALHOST, backend_port)))
             .await
             .map_err(|e| format!("cannot start the demo backend on port {backend_port}: {e}"))?;
-    let dir = write_files(backend_addr).map_err(|e| format!("cannot write the demo files: {e}"))?;
+    let dir = write_files(backend_addr, fixtures.as_ref().map(|(a, _)| *a))
+        .map_err(|e| format!("cannot write the demo files: {e}"))?;
     let gateway = config::load(&[dir.join("mappings")]).map_err(|ds| {
         ds.iter()
             .map(ToString::to_string)
@@ -148,6 +207,7 @@ pub async fn start(port: u16) -> Result<Demo, String> {
         gateway,
         backend_addr,
         backend_task,
+        fixtures,
         dir,
     })
 }

@@ -1,8 +1,12 @@
-//! MCP method handlers shared by every transport: ping, initialize, server/discover,
-//! tools/list, tools/call. Era differences in result shape are applied here; transport
-//! concerns (headers, sessions, SSE) are not.
+//! MCP method handlers shared by every transport: ping, initialize, server/discover, tools,
+//! resources, prompts, completion. Era differences in result shape and error codes are applied
+//! here; transport concerns (headers, sessions, SSE) are not.
 
 use super::jsonrpc::{INVALID_PARAMS, METHOD_NOT_FOUND};
+use crate::catalog::{self, CatalogError};
+
+/// JSON-RPC internal error.
+const INTERNAL_ERROR: i64 = -32603;
 
 /// Resource not found, 2025 revisions (removed in 2026-07-28 in favour of -32602).
 const RESOURCE_NOT_FOUND: i64 = -32002;
@@ -93,14 +97,49 @@ fn server_info_json(info: &ServerInfo) -> Value {
     json!({ "name": info.name, "version": info.version })
 }
 
-/// Tools come from the mappings; resources and prompts are served (as empty lists) so that
-/// clients which probe them get well-formed answers.
-fn capabilities() -> Value {
-    json!({
+/// Tools, resources and prompts come from the mappings. 2025-era sessions also accept
+/// `resources/subscribe` and `logging/setLevel` (both removed in 2026-07-28).
+fn capabilities(modern: bool) -> Value {
+    let mut c = json!({
         "tools": { "listChanged": false },
         "resources": { "listChanged": false },
-        "prompts": { "listChanged": false }
-    })
+        "prompts": { "listChanged": false },
+        "completions": {}
+    });
+    if !modern {
+        c["resources"]["subscribe"] = json!(true);
+        c["logging"] = json!({});
+    }
+    c
+}
+
+/// The era's "resource not found": -32602 at 2026-07-28 (SEP-2164), -32002 before.
+fn resource_not_found(modern: bool, uri: &str) -> Answer {
+    Answer::Error {
+        code: if modern {
+            INVALID_PARAMS
+        } else {
+            RESOURCE_NOT_FOUND
+        },
+        message: format!("Resource not found: {uri}"),
+        data: Some(json!({ "uri": uri })),
+        http_status: None,
+    }
+}
+
+fn catalog_error(modern: bool, e: CatalogError) -> Answer {
+    match e {
+        CatalogError::ResourceNotFound(uri) => resource_not_found(modern, &uri),
+        CatalogError::InvalidParams(m) => Answer::error(INVALID_PARAMS, m),
+        CatalogError::Failed(m) => Answer::error(INTERNAL_ERROR, m),
+    }
+}
+
+fn param_str<'a>(params: &'a Option<Value>, key: &str) -> Option<&'a str> {
+    params
+        .as_ref()
+        .and_then(|p| p.get(key))
+        .and_then(Value::as_str)
 }
 
 /// Negotiates an `initialize` version: echo it when supported, else offer the newest.
@@ -114,7 +153,7 @@ pub fn negotiate(requested: Option<&str>) -> &'static str {
 pub fn initialize_result(info: &ServerInfo, version: &str) -> Value {
     let mut r = json!({
         "protocolVersion": version,
-        "capabilities": capabilities(),
+        "capabilities": capabilities(false),
         "serverInfo": server_info_json(info),
     });
     if let (Some(i), Value::Object(obj)) = (&info.instructions, &mut r) {
@@ -170,7 +209,7 @@ pub async fn handle(core: &Core, era: &Era, method: &str, params: Option<Value>)
         "server/discover" if modern => {
             let mut r = json!({
                 "supportedVersions": supported_versions(),
-                "capabilities": capabilities(),
+                "capabilities": capabilities(true),
             });
             if let (Some(i), Value::Object(obj)) = (&core.info.instructions, &mut r) {
                 obj.insert("instructions".into(), Value::String(i.clone()));
@@ -226,30 +265,82 @@ pub async fn handle(core: &Core, era: &Era, method: &str, params: Option<Value>)
                 },
             }
         }
-        // No resources or prompts are configured yet: the lists are empty (with the same cache
-        // hints as tools/list) and every URI is unknown.
-        "resources/list" => finish(Answer::Result(json!({ "resources": [] })), true),
-        "resources/templates/list" => {
-            finish(Answer::Result(json!({ "resourceTemplates": [] })), true)
+        "resources/list" => {
+            let list = catalog::list_resources(&core.gateway.load());
+            finish(Answer::Result(json!({ "resources": list })), true)
         }
-        "prompts/list" => finish(Answer::Result(json!({ "prompts": [] })), true),
+        "resources/templates/list" => {
+            let list = catalog::list_templates(&core.gateway.load());
+            finish(Answer::Result(json!({ "resourceTemplates": list })), true)
+        }
+        "prompts/list" => {
+            let list = catalog::list_prompts(&core.gateway.load());
+            finish(Answer::Result(json!({ "prompts": list })), true)
+        }
         "resources/read" => {
-            let uri = params
-                .as_ref()
-                .and_then(|p| p.get("uri"))
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            // 2026-07-28 (SEP-2164): -32602; earlier revisions: -32002.
-            let code = if modern {
-                INVALID_PARAMS
-            } else {
-                RESOURCE_NOT_FOUND
+            let Some(uri) = param_str(&params, "uri") else {
+                return Answer::error(INVALID_PARAMS, "resources/read needs a string `uri`");
             };
-            Answer::Error {
-                code,
-                message: format!("Resource not found: {uri}"),
-                data: Some(json!({ "uri": uri })),
-                http_status: None,
+            let gateway = core.gateway.load_full();
+            match catalog::read(&gateway, uri).await {
+                // Backend data: clients must not reuse it (ttlMs 0, private).
+                Ok(contents) => {
+                    match finish(Answer::Result(json!({ "contents": contents })), false) {
+                        Answer::Result(mut r) if modern => {
+                            r["ttlMs"] = json!(0);
+                            r["cacheScope"] = json!("private");
+                            Answer::Result(r)
+                        }
+                        other => other,
+                    }
+                }
+                Err(e) => catalog_error(modern, e),
+            }
+        }
+        "resources/subscribe" | "resources/unsubscribe" if !modern => {
+            let Some(uri) = param_str(&params, "uri") else {
+                return Answer::error(INVALID_PARAMS, format!("{method} needs a string `uri`"));
+            };
+            // Accepted for mapped resources; a REST backend announces no changes, so no
+            // `notifications/resources/updated` is ever sent.
+            if catalog::find(&core.gateway.load(), uri).is_some() {
+                Answer::Result(json!({}))
+            } else {
+                resource_not_found(false, uri)
+            }
+        }
+        "prompts/get" => {
+            let Some(name) = param_str(&params, "name") else {
+                return Answer::error(INVALID_PARAMS, "prompts/get needs a string `name`");
+            };
+            let arguments = params.as_ref().and_then(|p| p.get("arguments"));
+            let gateway = core.gateway.load_full();
+            match catalog::get_prompt(&gateway, name, arguments).await {
+                Ok(r) => finish(Answer::Result(r), false),
+                Err(e) => catalog_error(modern, e),
+            }
+        }
+        "completion/complete" => match catalog::complete(&core.gateway.load(), params.as_ref()) {
+            Ok(r) => finish(Answer::Result(r), false),
+            Err(e) => catalog_error(modern, e),
+        },
+        "logging/setLevel" if !modern => {
+            const LEVELS: &[&str] = &[
+                "debug",
+                "info",
+                "notice",
+                "warning",
+                "error",
+                "critical",
+                "alert",
+                "emergency",
+            ];
+            match param_str(&params, "level") {
+                Some(l) if LEVELS.contains(&l) => Answer::Result(json!({})),
+                _ => Answer::error(
+                    INVALID_PARAMS,
+                    format!("`level` must be one of: {}", LEVELS.join(", ")),
+                ),
             }
         }
         _ => Answer::error(METHOD_NOT_FOUND, format!("Method not found: {method}")),

@@ -145,7 +145,7 @@ mod tests {
     use arc_swap::ArcSwap;
 
     async fn run(input: &str) -> Vec<Value> {
-        let dir = crate::demo::write_files("127.0.0.1:9".parse().unwrap()).unwrap();
+        let dir = crate::demo::write_files("127.0.0.1:9".parse().unwrap(), None).unwrap();
         let g = crate::config::load(&[dir.join("mappings")]).unwrap();
         let core = Arc::new(Core {
             gateway: ArcSwap::from_pointee(g),

@@ -1,9 +1,11 @@
 //! Translation between the neutral model and REST: `Call` -> HTTP request, HTTP answer -> `Outcome`.
 //! Pure functions over compiled configuration; they never perform I/O themselves.
 
+pub mod content;
 pub mod fastjq;
 pub mod path;
 pub mod request;
 pub mod response;
 pub mod summary;
 pub mod transform;
+pub mod uri;

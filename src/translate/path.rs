@@ -12,6 +12,11 @@ const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'_')
     .remove(b'~');
 
+/// Percent-encodes `raw` as one path segment (everything but RFC 3986 unreserved characters).
+pub fn encode_segment(raw: &str) -> String {
+    utf8_percent_encode(raw, SEGMENT).to_string()
+}
+
 /// Longest value accepted for one path segment.
 pub const MAX_SEGMENT_LEN: usize = 1024;
 

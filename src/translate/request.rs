@@ -138,10 +138,13 @@ pub fn build(tool: &Tool, call: &Call) -> Result<RestRequest, Failure> {
     } else {
         None
     };
-    headers.insert(
-        http::header::ACCEPT,
-        HeaderValue::from_static("application/json"),
-    );
+    // Tools mapped by media type take any answer; the rest expect JSON.
+    let accept = if tool.content.is_some() {
+        "*/*"
+    } else {
+        "application/json"
+    };
+    headers.insert(http::header::ACCEPT, HeaderValue::from_static(accept));
     Ok(RestRequest {
         method: tool.method.clone(),
         url,

@@ -1,6 +1,7 @@
 //! Turns the backend's HTTP answer into an `Outcome` using the tool's rules and the binding's
 //! status table. It never throws away a backend problem body or a `Retry-After`.
 
+use super::content::{self, ContentRule};
 use super::transform::Vars3;
 use crate::binding::Rule;
 use crate::config::Tool;
@@ -195,6 +196,85 @@ pub fn outcome(tool: &Tool, call: &Call, resp: RestResponse) -> Outcome {
             }
         }
     }
+}
+
+/// The `content[]` of a tool with a `content` rule, for a success status. `None` when the
+/// normal path applies: the status is not a success by the tool's rules, or `media` met JSON.
+pub fn content_blocks(
+    tool: &Tool,
+    rule: &ContentRule,
+    call: &Call,
+    resp: &RestResponse,
+) -> Option<Result<Vec<Value>, Failure>> {
+    if !matches!(tool.rule_for(resp.status).rule, Rule::Success) {
+        return None;
+    }
+    let media = content::media_type(&resp.headers);
+    if matches!(rule, ContentRule::Media) && content::is_json(&media) {
+        return None;
+    }
+    let status = resp.status;
+    let fail = |kind: FailureKind, msg: String| Failure {
+        status: Some(status),
+        ..Failure::new(kind, msg)
+    };
+    let json_body = || {
+        content::is_json(&media)
+            .then(|| serde_json::from_slice::<Value>(&resp.body).ok())
+            .flatten()
+    };
+    let render_uri = |t: &content::TextTemplate| {
+        let location = resp
+            .headers
+            .get(http::header::LOCATION)
+            .and_then(|v| v.to_str().ok());
+        let ctx = json!({ "args": call.args, "body": json_body(), "location": location });
+        match t.render(&ctx) {
+            Ok(uri) if !uri.is_empty() && !uri.chars().any(char::is_control) => Ok(uri),
+            Ok(uri) => Err(fail(
+                FailureKind::Internal,
+                format!(
+                    "mapping error: content URI `{}` is empty or has control characters",
+                    uri.escape_debug()
+                ),
+            )),
+            Err(e) => Err(fail(
+                FailureKind::Internal,
+                format!("mapping error: content URI: {e}"),
+            )),
+        }
+    };
+    Some(match rule {
+        ContentRule::Media => content::media_block(&media, &resp.body)
+            .map(|b| vec![b])
+            .ok_or_else(|| {
+                fail(
+                    FailureKind::BadUpstreamResponse,
+                    format!("the backend answered `{media}`, which has no MCP content type of its own"),
+                )
+            }),
+        ContentRule::Embedded(uri) => render_uri(uri).map(|u| {
+            vec![json!({ "type": "resource", "resource": content::resource_contents(&u, &media, &resp.body) })]
+        }),
+        ContentRule::Link { uri, name } => render_uri(uri).map(|u| {
+            let name = name.clone().unwrap_or_else(|| u.clone());
+            vec![json!({ "type": "resource_link", "uri": u, "name": name })]
+        }),
+        ContentRule::Blocks(t) => match json_body() {
+            None => Err(fail(
+                FailureKind::BadUpstreamResponse,
+                format!("the backend answered HTTP {status} with `{media}`, not JSON"),
+            )),
+            Some(body) => {
+                let meta = super::request::meta_json(call);
+                let vars = Vars3 { args: &call.args, status, meta: &meta };
+                t.run(&body, vars)
+                    .map_err(|e| e.message)
+                    .and_then(|v| content::check_blocks(v.unwrap_or(Value::Null)))
+                    .map_err(|e| fail(FailureKind::Internal, format!("mapping error: {e}")))
+            }
+        },
+    })
 }
 
 #[cfg(test)]

@@ -1,0 +1,275 @@
+//! Resources and prompts from mappings, for every MCP edge: `resources/read` as one REST GET,
+//! prompt rendering, argument completion. It never touches transport details, and a URI variable
+//! only ever reaches the backend as one percent-encoded path segment (`translate::path`).
+
+use crate::config::Gateway;
+use crate::config::surface::{PromptBody, Resource};
+use crate::translate::content;
+use crate::translate::request::RestRequest;
+use crate::upstream::rest;
+use http::{HeaderMap, HeaderValue, Method};
+use serde_json::{Map, Value, json};
+
+/// Why a resource, prompt or completion request cannot be answered.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CatalogError {
+    /// No mapped resource has this URI (the edge picks the era's code).
+    #[error("Resource not found: {0}")]
+    ResourceNotFound(String),
+    /// The caller's params are wrong (-32602).
+    #[error("{0}")]
+    InvalidParams(String),
+    /// The backend failed or answered something unusable (-32603).
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Largest number of completion values per answer (MCP caps it at 100).
+const MAX_COMPLETIONS: usize = 100;
+
+/// The `resources/list` entries (static URIs only).
+pub fn list_resources(g: &Gateway) -> Vec<Value> {
+    g.resources
+        .iter()
+        .filter(|r| !r.template.is_template())
+        .map(|r| r.descriptor.clone())
+        .collect()
+}
+
+/// The `resources/templates/list` entries.
+pub fn list_templates(g: &Gateway) -> Vec<Value> {
+    g.resources
+        .iter()
+        .filter(|r| r.template.is_template())
+        .map(|r| r.descriptor.clone())
+        .collect()
+}
+
+/// The `prompts/list` entries.
+pub fn list_prompts(g: &Gateway) -> Vec<Value> {
+    g.prompts.values().map(|p| p.descriptor.clone()).collect()
+}
+
+/// True when `uri` names a mapped resource (static first, then templates in file order).
+pub fn find<'g>(g: &'g Gateway, uri: &str) -> Option<(&'g Resource, Map<String, Value>)> {
+    let exact = g
+        .resources
+        .iter()
+        .find(|r| !r.template.is_template() && r.uri == uri);
+    if let Some(r) = exact {
+        return Some((r, Map::new()));
+    }
+    g.resources
+        .iter()
+        .filter(|r| r.template.is_template())
+        .find_map(|r| r.template.matches(uri).map(|vars| (&**r, vars)))
+}
+
+/// `resources/read`: the `contents` array for `uri`.
+pub async fn read(g: &Gateway, uri: &str) -> Result<Vec<Value>, CatalogError> {
+    let (res, vars) = find(g, uri).ok_or_else(|| CatalogError::ResourceNotFound(uri.into()))?;
+    let path = res
+        .path
+        .render(&Value::Object(vars))
+        .map_err(|e| CatalogError::InvalidParams(format!("resource URI `{uri}`: {e}")))?;
+    let backend = &res.business.backend;
+    let mut headers = HeaderMap::new();
+    for (k, v) in &backend.headers {
+        headers.insert(k.clone(), v.clone());
+    }
+    headers.insert(http::header::ACCEPT, HeaderValue::from_static("*/*"));
+    let req = RestRequest {
+        method: Method::GET,
+        url: format!("{}{}", backend.base, path),
+        headers,
+        body: None,
+    };
+    let resp = rest::send(backend, req, backend.timeout)
+        .await
+        .map_err(|f| CatalogError::Failed(format!("resource `{uri}`: {}", f.message)))?;
+    match resp.status {
+        200..=299 => {}
+        404 | 410 => return Err(CatalogError::ResourceNotFound(uri.into())),
+        s => {
+            return Err(CatalogError::Failed(format!(
+                "resource `{uri}`: the backend answered HTTP {s}"
+            )));
+        }
+    }
+    let media = res
+        .mime_type
+        .clone()
+        .unwrap_or_else(|| content::media_type(&resp.headers));
+    tracing::info!(business = %res.business.name, resource = %res.uri, "resources/read");
+    Ok(vec![content::resource_contents(uri, &media, &resp.body)])
+}
+
+/// Prompt argument values: strings only; CR LF and lone CR become LF; other control characters
+/// (tab and LF aside) are refused.
+fn clean_argument(name: &str, v: &Value) -> Result<String, CatalogError> {
+    let Value::String(s) = v else {
+        return Err(CatalogError::InvalidParams(format!(
+            "prompt argument `{name}` must be a string"
+        )));
+    };
+    let s = s.replace("\r\n", "\n").replace('\r', "\n");
+    if s.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+        return Err(CatalogError::InvalidParams(format!(
+            "prompt argument `{name}` contains control characters"
+        )));
+    }
+    Ok(s)
+}
+
+/// `prompts/get`: renders the prompt's messages; `resource` messages read their resource.
+pub async fn get_prompt(
+    g: &Gateway,
+    name: &str,
+    arguments: Option<&Value>,
+) -> Result<Value, CatalogError> {
+    let prompt = g
+        .prompts
+        .get(name)
+        .ok_or_else(|| CatalogError::InvalidParams(format!("Unknown prompt: {name}")))?;
+    let given = match arguments {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(m)) => m.clone(),
+        Some(_) => {
+            return Err(CatalogError::InvalidParams(
+                "prompt `arguments` must be an object of strings".into(),
+            ));
+        }
+    };
+    let mut ctx = Map::new();
+    for (k, v) in &given {
+        if !prompt.args.iter().any(|a| &a.name == k) {
+            return Err(CatalogError::InvalidParams(format!(
+                "prompt `{name}` has no argument `{k}`"
+            )));
+        }
+        ctx.insert(k.clone(), Value::String(clean_argument(k, v)?));
+    }
+    if let Some(missing) = prompt
+        .args
+        .iter()
+        .find(|a| a.required && !ctx.contains_key(&a.name))
+    {
+        return Err(CatalogError::InvalidParams(format!(
+            "prompt `{name}` needs argument `{}`",
+            missing.name
+        )));
+    }
+    let ctx = Value::Object(ctx);
+    let render = |t: &content::TextTemplate| {
+        t.render(&ctx)
+            .map_err(|e| CatalogError::Failed(format!("prompt `{name}`: {e}")))
+    };
+    let mut messages = Vec::new();
+    for m in &prompt.messages {
+        let block = match &m.body {
+            PromptBody::Text(t) => json!({ "type": "text", "text": render(t)? }),
+            PromptBody::Resource(t) => {
+                let uri = render(t)?;
+                if uri.chars().any(char::is_control) {
+                    return Err(CatalogError::InvalidParams(format!(
+                        "prompt `{name}`: a resource URI must be one line"
+                    )));
+                }
+                let contents = read(g, &uri).await.map_err(|e| match e {
+                    CatalogError::ResourceNotFound(u) => {
+                        CatalogError::InvalidParams(format!("Resource not found: {u}"))
+                    }
+                    other => other,
+                })?;
+                let first = contents.into_iter().next().ok_or_else(|| {
+                    CatalogError::Failed(format!("resource `{uri}` has no contents"))
+                })?;
+                content::block_for_contents(&first)
+            }
+        };
+        messages.push(json!({ "role": m.role, "content": block }));
+    }
+    let mut out = Map::new();
+    if let Some(d) = prompt.descriptor.get("description") {
+        out.insert("description".into(), d.clone());
+    }
+    out.insert("messages".into(), Value::Array(messages));
+    Ok(Value::Object(out))
+}
+
+/// `completion/complete`: a prompt argument's declared values starting with the typed prefix.
+/// Resource-template arguments have no declared values: an empty list.
+pub fn complete(g: &Gateway, params: Option<&Value>) -> Result<Value, CatalogError> {
+    let p = params.ok_or_else(|| CatalogError::InvalidParams("completion needs params".into()))?;
+    let arg = p.get("argument").and_then(Value::as_object);
+    let (Some(arg_name), Some(prefix)) = (
+        arg.and_then(|a| a.get("name")).and_then(Value::as_str),
+        arg.and_then(|a| a.get("value")).and_then(Value::as_str),
+    ) else {
+        return Err(CatalogError::InvalidParams(
+            "completion needs `argument.name` and `argument.value` strings".into(),
+        ));
+    };
+    let r = p.get("ref");
+    let values: Vec<&String> = match r.and_then(|r| r.get("type")).and_then(Value::as_str) {
+        Some("ref/prompt") => {
+            let name = r
+                .and_then(|r| r.get("name"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let prompt = g
+                .prompts
+                .get(name)
+                .ok_or_else(|| CatalogError::InvalidParams(format!("Unknown prompt: {name}")))?;
+            let a = prompt
+                .args
+                .iter()
+                .find(|a| a.name == arg_name)
+                .ok_or_else(|| {
+                    CatalogError::InvalidParams(format!(
+                        "prompt `{name}` has no argument `{arg_name}`"
+                    ))
+                })?;
+            a.values.iter().filter(|v| v.starts_with(prefix)).collect()
+        }
+        Some("ref/resource") => {
+            let uri = r
+                .and_then(|r| r.get("uri"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if !g.resources.iter().any(|x| x.uri == uri) {
+                return Err(CatalogError::InvalidParams(format!(
+                    "Unknown resource template: {uri}"
+                )));
+            }
+            Vec::new()
+        }
+        _ => {
+            return Err(CatalogError::InvalidParams(
+                "completion `ref.type` must be `ref/prompt` or `ref/resource`".into(),
+            ));
+        }
+    };
+    let total = values.len();
+    let page: Vec<&String> = values.into_iter().take(MAX_COMPLETIONS).collect();
+    Ok(json!({ "completion": {
+        "values": page,
+        "total": total,
+        "hasMore": total > MAX_COMPLETIONS,
+    }}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_are_one_kind_of_newline_and_no_other_controls() {
+        assert_eq!(
+            clean_argument("a", &json!("x\r\ny\rz\n")).expect("clean"),
+            "x\ny\nz\n"
+        );
+        assert!(clean_argument("a", &json!("bell\u{7}")).is_err());
+        assert!(clean_argument("a", &json!(3)).is_err());
+    }
+}
