@@ -25,6 +25,9 @@ pub struct Backend {
     /// Base URL without a trailing `/`.
     pub base: String,
     pub client: reqwest::Client,
+    /// Inline-driven keep-alive connections for plain-`http` backends (the sidecar case);
+    /// `https` backends go through `client`.
+    pub pool: Option<Arc<crate::upstream::pool::Pool>>,
     pub timeout: Duration,
     /// Static headers (secrets included: never logged, see `Debug`).
     pub headers: Vec<(HeaderName, HeaderValue)>,
@@ -636,8 +639,20 @@ fn compile_backend(
     let b = &spec.backend;
     let mut ok = true;
     let base = b.url.trim_end_matches('/').to_string();
+    let mut authority = None;
     match url::Url::parse(&base) {
-        Ok(u) if u.scheme() == "http" || u.scheme() == "https" => {}
+        Ok(u) if u.scheme() == "http" || u.scheme() == "https" => {
+            if u.scheme() == "http"
+                && let (Some(host), Some(port)) = (u.host_str(), u.port_or_known_default())
+            {
+                authority = Some(match u.host() {
+                    Some(url::Host::Ipv6(_)) => {
+                        format!("[{}]:{port}", host.trim_matches(['[', ']']))
+                    }
+                    _ => format!("{host}:{port}"),
+                });
+            }
+        }
         _ => {
             ok = false;
             diags.push(
@@ -734,9 +749,13 @@ fn compile_backend(
             return None;
         }
     };
+    let pool = authority
+        .and_then(|a| crate::upstream::pool::Pool::new(&a, connect))
+        .map(Arc::new);
     Some(Backend {
         base,
         client,
+        pool,
         timeout,
         headers,
         max_response_bytes: b

@@ -1,4 +1,5 @@
 //! Clients for what portico calls: business REST backends (and, later, MCP servers).
 //! They own connections, timeouts and body limits; they never interpret protocol semantics.
 
+pub mod pool;
 pub mod rest;

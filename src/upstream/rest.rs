@@ -5,8 +5,48 @@ use crate::config::Backend;
 use crate::model::{Failure, FailureKind};
 use crate::translate::request::RestRequest;
 use crate::translate::response::RestResponse;
+use crate::upstream::pool::{Pool, PoolError};
 use bytes::{Bytes, BytesMut};
 use std::time::Duration;
+
+/// The plain-`http` path: same failures, same messages, as the general client's.
+async fn via_pool(
+    pool: &Pool,
+    backend: &Backend,
+    req: RestRequest,
+) -> Result<RestResponse, Failure> {
+    let limit = backend.max_response_bytes;
+    match pool
+        .send(req.method, &req.url, req.headers, req.body, limit)
+        .await
+    {
+        Ok(a) => Ok(RestResponse {
+            status: a.status.as_u16(),
+            headers: a.headers,
+            body: a.body,
+        }),
+        Err(e) => {
+            tracing::warn!(error = %e, "backend request failed");
+            let status = e.status().map(|s| s.as_u16());
+            let f = match &e {
+                PoolError::TooLarge { .. } => Failure::new(
+                    FailureKind::BadUpstreamResponse,
+                    format!("the backend body exceeds the {limit}-byte limit"),
+                ),
+                PoolError::Body { .. } => Failure::new(
+                    FailureKind::BadUpstreamResponse,
+                    "the backend connection broke while sending the body",
+                ),
+                e if e.is_connect() => Failure::new(
+                    FailureKind::Unavailable,
+                    "the backend refused or failed the connection",
+                ),
+                _ => Failure::new(FailureKind::Unavailable, "the backend connection failed"),
+            };
+            Err(Failure { status, ..f })
+        }
+    }
+}
 
 /// Performs the request; transport failures become `Failure`s of kind Unavailable / Timeout /
 /// BadUpstreamResponse.
@@ -16,6 +56,9 @@ pub async fn send(
     timeout: Duration,
 ) -> Result<RestResponse, Failure> {
     let fut = async {
+        if let Some(pool) = &backend.pool {
+            return via_pool(pool, backend, req).await;
+        }
         let mut builder = backend
             .client
             .request(req.method, &req.url)
