@@ -34,7 +34,11 @@ pub struct Transform {
     source: String,
     uses_args: bool,
     uses_meta: bool,
-    filter: std::sync::Arc<CompiledFilter>,
+    /// The whole program (definitions included), for compiling jaq on demand.
+    program: std::sync::Arc<str>,
+    /// jaq's compiled filter: built at load for programs outside the native subset, on first
+    /// need for the others.
+    jaq: std::sync::Arc<std::sync::OnceLock<CompiledFilter>>,
     /// The same program for the native evaluator, when it is inside its subset.
     native: Option<std::sync::Arc<super::fastjq::Program>>,
 }
@@ -100,8 +104,28 @@ impl Transform {
         }
     }
 
-    /// Parses and compiles a jq program.
+    /// Parses and compiles a jq program. Programs the native evaluator runs keep only its tree:
+    /// the jaq filter (with its whole standard library) is rebuilt the first time a run needs
+    /// jaq, which keeps a configuration's memory small.
     pub fn compile(code: &str) -> Result<Self, CompileError> {
+        let filter = Self::jaq_filter(code)?;
+        let native = super::fastjq::Program::compile(code).map(std::sync::Arc::new);
+        let jaq = std::sync::OnceLock::new();
+        if native.is_none() {
+            let _ = jaq.set(filter);
+        }
+        Ok(Transform {
+            native,
+            uses_args: code.contains("$args"),
+            uses_meta: code.contains("$meta"),
+            source: code.to_string(),
+            program: std::sync::Arc::from(code),
+            jaq: std::sync::Arc::new(jaq),
+        })
+    }
+
+    /// Parses and compiles `code` with jaq (the sandboxed standard library in scope).
+    fn jaq_filter(code: &str) -> Result<CompiledFilter, CompileError> {
         let arena = Arena::default();
         let defs = jaq_core::defs()
             .chain(jaq_std::defs())
@@ -176,13 +200,7 @@ impl Transform {
                     offset,
                 }
             })?;
-        Ok(Transform {
-            native: super::fastjq::Program::compile(code).map(std::sync::Arc::new),
-            uses_args: code.contains("$args"),
-            uses_meta: code.contains("$meta"),
-            source: code.to_string(),
-            filter: std::sync::Arc::new(filter),
-        })
+        Ok(filter)
     }
 
     /// The program text.
@@ -253,8 +271,15 @@ impl Transform {
                 Val::Null
             },
         ];
-        let ctx = Ctx::<JustLut<Val>>::new(&self.filter.lut, Vars::new(globals));
-        let mut out = self.filter.id.run((ctx, input)).map(unwrap_valr);
+        let filter = match self.jaq.get() {
+            Some(f) => f,
+            None => match Self::jaq_filter(&self.program) {
+                Ok(f) => self.jaq.get_or_init(|| f),
+                Err(e) => return Err(fail(format!("cannot compile: {}", e.message))),
+            },
+        };
+        let ctx = Ctx::<JustLut<Val>>::new(&filter.lut, Vars::new(globals));
+        let mut out = filter.id.run((ctx, input)).map(unwrap_valr);
         match out.next() {
             None => Ok(None),
             Some(Err(e)) => {

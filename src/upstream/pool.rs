@@ -355,7 +355,11 @@ mod tests {
             assert_eq!(a.status, StatusCode::OK);
             assert_eq!(&a.body[..], b"{\"ok\":true}");
         }
-        assert_eq!(accepts.load(Ordering::SeqCst), 1, "one connection served all five");
+        assert_eq!(
+            accepts.load(Ordering::SeqCst),
+            1,
+            "one connection served all five"
+        );
     }
 
     #[tokio::test]
@@ -390,11 +394,15 @@ mod tests {
         });
         let pool = Pool::new(&addr, Duration::from_secs(1)).expect("pool");
         get(&pool, &addr, 1024).await.expect("first answer");
-        closed_rx.await.expect("backend closed the first connection");
+        closed_rx
+            .await
+            .expect("backend closed the first connection");
         // Give the FIN a moment to arrive; either the readiness check or the unsent-request
         // retry must cover it.
         tokio::task::yield_now().await;
-        let a = get(&pool, &addr, 1024).await.expect("second answer on a new connection");
+        let a = get(&pool, &addr, 1024)
+            .await
+            .expect("second answer on a new connection");
         assert_eq!(a.status, StatusCode::OK);
     }
 
@@ -411,7 +419,10 @@ mod tests {
         let huge = "HTTP/1.1 200 OK\r\nContent-Length: 1073741824\r\n\r\n";
         let (addr, _) = server(vec![huge]).await;
         let pool = Pool::new(&addr, Duration::from_secs(1)).expect("pool");
-        let err = get(&pool, &addr, 1024).await.err().expect("announced over the limit");
+        let err = get(&pool, &addr, 1024)
+            .await
+            .err()
+            .expect("announced over the limit");
         assert!(matches!(err, PoolError::TooLarge { .. }), "{err}");
         assert_eq!(err.status(), Some(StatusCode::OK));
     }
