@@ -101,6 +101,10 @@ fn bench(c: &mut Criterion) {
     c.bench_function("usp_availability_query: jq result transform only", |b| {
         b.iter(|| black_box(result_t.run(black_box(&body_json), vars).unwrap()))
     });
+    c.bench_function(
+        "usp_availability_query: jq result transform only, jaq (reference)",
+        |b| b.iter(|| black_box(result_t.run_jaq(black_box(&body_json), vars).unwrap())),
+    );
     for (label, prog) in [
         (
             "v1 select+ref",
