@@ -488,7 +488,8 @@ impl Binding {
         };
         let text = match &structured {
             Some(_) if ctx.text_later => String::new(),
-            Some(s) => s.to_string(),
+            // `to_string` on a Value goes through `Display`; this writes the bytes directly.
+            Some(s) => serde_json::to_string(s).unwrap_or_default(),
             None => "OK".into(),
         };
         self.result(structured, text, false, ctx)
