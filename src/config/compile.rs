@@ -12,6 +12,9 @@ use crate::translate::content::ContentRule;
 use crate::translate::path::PathTemplate;
 use crate::translate::transform::Transform;
 use http::{HeaderName, HeaderValue, Method};
+
+/// Default interval of `notifications/progress` ticks (mapping key `progress_every`).
+pub const DEFAULT_PROGRESS_EVERY: Duration = Duration::from_secs(1);
 use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
@@ -94,6 +97,8 @@ pub struct Tool {
     pub capability: Option<String>,
     pub idempotency_required: bool,
     pub timeout: Duration,
+    /// Interval of `notifications/progress` ticks while the backend call runs.
+    pub progress_every: Duration,
     /// USP `x-usp-access` of the method.
     pub access: Option<String>,
     /// Metric handles, resolved on the first call.
@@ -1023,6 +1028,21 @@ fn compile_tool(
             }
         },
     };
+    let progress_every = match &ts.progress_every {
+        None => DEFAULT_PROGRESS_EVERY,
+        Some(s) => match parse_duration(s).filter(|d| !d.is_zero()) {
+            Some(d) => d,
+            None => {
+                diags.push(
+                    Diagnostic::error(file, format!("`{s}` is not a positive duration"))
+                        .line(at("progress_every"))
+                        .at(here("progress_every"))
+                        .hint("write e.g. `1s` or `250ms`"),
+                );
+                DEFAULT_PROGRESS_EVERY
+            }
+        },
+    };
     let idempotency_required = match ts.idempotency.as_deref() {
         Some("required") => true,
         Some("optional") => false,
@@ -1201,6 +1221,7 @@ fn compile_tool(
         capability: ts.capability.clone(),
         idempotency_required,
         timeout,
+        progress_every,
         access: method.access.clone(),
         metrics: Default::default(),
         content,

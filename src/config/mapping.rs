@@ -114,6 +114,10 @@ pub struct ToolSpec {
     /// Overrides the backend timeout for this tool.
     #[serde(default)]
     pub timeout: Option<String>,
+    /// How often a caller that sent a `progressToken` hears `notifications/progress` while the
+    /// backend call runs (default `1s`).
+    #[serde(default)]
+    pub progress_every: Option<String>,
     /// Overrides the tool description taken from the OpenRPC.
     #[serde(default)]
     pub description: Option<String>,

@@ -10,6 +10,7 @@ const INTERNAL_ERROR: i64 = -32603;
 
 /// Resource not found, 2025 revisions (removed in 2026-07-28 in favour of -32602).
 const RESOURCE_NOT_FOUND: i64 = -32002;
+use super::notify::Notifier;
 use super::{LEGACY_VERSIONS, supported_versions};
 use crate::binding::Reply;
 use crate::config::Gateway;
@@ -199,6 +200,17 @@ fn modern_result(info: &ServerInfo, mut result: Value, cacheable: bool) -> Value
 /// Handles one request (not `initialize`, which the transport handles because it creates a
 /// session). Unknown methods answer -32601.
 pub async fn handle(core: &Core, era: &Era, method: &str, params: Option<Value>) -> Answer {
+    handle_with(core, era, method, params, &Notifier::none()).await
+}
+
+/// [`handle`], reporting progress and log messages of `tools/call` on `notifier`.
+pub async fn handle_with(
+    core: &Core,
+    era: &Era,
+    method: &str,
+    params: Option<Value>,
+    notifier: &Notifier,
+) -> Answer {
     let modern = matches!(era, Era::Modern(_));
     let finish = |a: Answer, cacheable: bool| match (a, modern) {
         (Answer::Result(r), true) => Answer::Result(modern_result(&core.info, r, cacheable)),
@@ -255,7 +267,7 @@ pub async fn handle(core: &Core, era: &Era, method: &str, params: Option<Value>)
                 Some(v) => Some(v.clone()),
             };
             let gateway = core.gateway.load_full();
-            match crate::forward::call_tool(&gateway, name, arguments).await {
+            match super::notify::observed_call(&gateway, name, arguments, notifier).await {
                 Reply::Result(r) => finish(Answer::Result(r), false),
                 Reply::Error(e) => Answer::Error {
                     code: e.code,
@@ -325,16 +337,8 @@ pub async fn handle(core: &Core, era: &Era, method: &str, params: Option<Value>)
             Err(e) => catalog_error(modern, e),
         },
         "logging/setLevel" if !modern => {
-            const LEVELS: &[&str] = &[
-                "debug",
-                "info",
-                "notice",
-                "warning",
-                "error",
-                "critical",
-                "alert",
-                "emergency",
-            ];
+            const LEVELS: [&str; 8] = super::notify::LEVELS;
+            // The transport stores the level on the session once this succeeds.
             match param_str(&params, "level") {
                 Some(l) if LEVELS.contains(&l) => Answer::Result(json!({})),
                 _ => Answer::error(

@@ -7,6 +7,7 @@ use super::jsonrpc::{
     self, HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Message,
     UNSUPPORTED_VERSION,
 };
+use super::notify;
 use super::session::Sessions;
 use super::{LEGACY_VERSIONS, MODERN_VERSIONS};
 use base64::Engine;
@@ -621,10 +622,51 @@ impl Server {
         }
         let _ = headers;
         match msg {
+            Message::Notification { method, params } if method == "notifications/cancelled" => {
+                // A finished or unknown request is ignored: the cancellation raced the answer.
+                if let Some(rid) = params.as_ref().and_then(|p| p.get("requestId")) {
+                    session.calls.cancel(rid);
+                }
+                empty(StatusCode::ACCEPTED)
+            }
             Message::Notification { .. } | Message::Response { .. } => empty(StatusCode::ACCEPTED),
             Message::Request { id, method, params } => {
                 let era = Era::Legacy(session.version.clone());
-                let answer = handler::handle(&self.core, &era, &method, params).await;
+                if method == "tools/call" {
+                    let level = session.calls.level();
+                    let token = notify::progress_token(params.as_ref());
+                    let (reg, cancel) = match session.calls.register(&id, token.as_ref()) {
+                        Ok(r) => r,
+                        Err(e) => {
+                            let answer = Answer::Error {
+                                code: INVALID_PARAMS,
+                                message: e.to_string(),
+                                data: None,
+                                http_status: None,
+                            };
+                            return self.reply(&id, answer, json_ok, sse_ok, None);
+                        }
+                    };
+                    let call = CallReport {
+                        token,
+                        level,
+                        cancel: Some((reg, cancel)),
+                    };
+                    return self
+                        .observed_call(id, era, params, call, json_ok, sse_ok)
+                        .await;
+                }
+                let answer = handler::handle(&self.core, &era, &method, params.clone()).await;
+                if method == "logging/setLevel"
+                    && matches!(answer, Answer::Result(_))
+                    && let Some(l) = params
+                        .as_ref()
+                        .and_then(|p| p.get("level"))
+                        .and_then(Value::as_str)
+                        .and_then(notify::Level::parse)
+                {
+                    session.calls.set_level(l);
+                }
                 self.reply(&id, answer, json_ok, sse_ok, None)
             }
         }
@@ -759,6 +801,19 @@ impl Server {
             );
         }
         let era = Era::Modern(version.to_string());
+        let token = notify::progress_token(params.as_ref());
+        let level = notify::request_level(params.as_ref());
+        if method == "tools/call" && sse_ok && (token.is_some() || level.is_some()) {
+            // Closing this response stream drops the call, which cancels the backend request.
+            let call = CallReport {
+                token,
+                level,
+                cancel: None,
+            };
+            return self
+                .observed_call(id, era, params, call, json_ok, sse_ok)
+                .await;
+        }
         let answer = handler::handle(&self.core, &era, &method, params).await;
         if let Answer::Error {
             code: METHOD_NOT_FOUND,
@@ -776,6 +831,93 @@ impl Server {
             );
         }
         self.reply(&id, answer, json_ok, sse_ok, None)
+    }
+}
+
+/// What a `tools/call` reports while it runs, and how it can be cancelled (2025 sessions).
+struct CallReport {
+    token: Option<Value>,
+    level: Option<notify::Level>,
+    cancel: Option<(notify::Registration, tokio::sync::oneshot::Receiver<()>)>,
+}
+
+/// JSON-RPC code for a request answered after `notifications/cancelled` (JSON replies only:
+/// an SSE reply just ends without a response).
+const REQUEST_CANCELLED: i64 = -32800;
+
+impl Server {
+    /// Runs a `tools/call` with progress and log notifications. With an SSE-accepting client
+    /// and something to report, the reply is an SSE stream (notifications, then the response);
+    /// otherwise plain JSON. The call runs inside the response body: dropping the body drops
+    /// the call and its backend request.
+    async fn observed_call(
+        &self,
+        id: Value,
+        era: Era,
+        params: Option<Value>,
+        report: CallReport,
+        json_ok: bool,
+        sse_ok: bool,
+    ) -> Response<Body> {
+        let stream = sse_ok && (report.token.is_some() || report.level.is_some());
+        let (tx, mut rx) = mpsc::unbounded_channel::<Value>();
+        let notifier = if stream {
+            notify::Notifier::new(tx, report.token, report.level)
+        } else {
+            notify::Notifier::none()
+        };
+        let core = self.core.clone();
+        let rid = id.clone();
+        let work = async move {
+            let call = handler::handle_with(&core, &era, "tools/call", params, &notifier);
+            let answer = match report.cancel {
+                Some((_registration, cancel)) => tokio::select! {
+                    a = call => Some(a),
+                    _ = cancel => None,
+                },
+                None => Some(call.await),
+            };
+            drop(notifier);
+            answer.map(|a| a.into_message(&rid))
+        };
+        if !stream {
+            let body = work.await.unwrap_or_else(|| {
+                jsonrpc::error(&id, REQUEST_CANCELLED, "Request cancelled", None)
+            });
+            if json_ok || !sse_ok {
+                return json_response(StatusCode::OK, &body);
+            }
+            let mut r = Response::new(full(sse_frame(&body)));
+            sse_headers(&mut r);
+            return r;
+        }
+        let mut work = Some(Box::pin(work));
+        let mut last: Option<Value> = None;
+        let frames = futures_util::stream::poll_fn(move |cx| {
+            use std::task::Poll;
+            if let Poll::Ready(Some(n)) = rx.poll_recv(cx) {
+                return Poll::Ready(Some(Ok::<_, Infallible>(Frame::data(sse_frame(&n)))));
+            }
+            if let Some(w) = work.as_mut() {
+                match w.as_mut().poll(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(answer) => {
+                        work = None;
+                        last = answer;
+                        // Notifications queued before the answer go first.
+                        if let Poll::Ready(Some(n)) = rx.poll_recv(cx) {
+                            return Poll::Ready(Some(Ok(Frame::data(sse_frame(&n)))));
+                        }
+                    }
+                }
+            } else if let Poll::Ready(Some(n)) = rx.poll_recv(cx) {
+                return Poll::Ready(Some(Ok(Frame::data(sse_frame(&n)))));
+            }
+            Poll::Ready(last.take().map(|v| Ok(Frame::data(sse_frame(&v)))))
+        });
+        let mut r = Response::new(BodyExt::boxed(StreamBody::new(frames)));
+        sse_headers(&mut r);
+        r
     }
 }
 

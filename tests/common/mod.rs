@@ -93,6 +93,18 @@ async fn handle(seen: Arc<Seen>, req: Request<Incoming>) -> Response<Full<Bytes>
     respond(404, "application/json", r#"{"error":"NO_ROUTE"}"#)
 }
 
+/// Waits (bounded) until the backend saw a `/slow` handler dropped; returns how many were.
+pub async fn wait_abandoned(seen: &Seen) -> usize {
+    for _ in 0..40 {
+        let n = seen.abandoned.load(Ordering::SeqCst);
+        if n > 0 {
+            return n;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    seen.abandoned.load(Ordering::SeqCst)
+}
+
 /// Starts the scriptable backend on a free loopback port.
 pub async fn test_backend() -> (SocketAddr, Arc<Seen>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -142,6 +154,18 @@ pub fn fixture_with_backend(folder: &str, backend: &str) -> PathBuf {
         std::fs::write(dst.join(p.file_name().unwrap()), text).unwrap();
     }
     dst
+}
+
+/// The scriptable backend plus portico on `tests/fixtures/gateway/{binding}.yaml` pointed at it:
+/// (gateway, what the backend saw, a client, the MCP URL).
+pub async fn gateway_on_test_backend(
+    binding: &str,
+) -> (portico::app::Running, Arc<Seen>, reqwest::Client, String) {
+    let (backend, seen) = test_backend().await;
+    let dir = fixture_with_backend("gateway", &backend.to_string());
+    let g = gateway(&[dir.join(format!("{binding}.yaml"))]).await;
+    let url = g.mcp_url();
+    (g, seen, reqwest::Client::new(), url)
 }
 
 /// Starts portico on the given mapping files.
