@@ -58,6 +58,8 @@ pub struct Business {
     pub file: PathBuf,
     pub binding: Binding,
     pub backend: Backend,
+    /// Values for the discovery profile (`/.well-known/...`).
+    pub discovery: super::mapping::DiscoverySpec,
 }
 
 /// What a status means, compiled.
@@ -184,6 +186,60 @@ pub struct Gateway {
     pub warnings: Vec<Diagnostic>,
     /// Every local file the configuration was read from (mappings, OpenRPC, schemas), sorted.
     pub sources: Vec<PathBuf>,
+}
+
+/// Checks the `discovery` section: an absolute endpoint URL, a `YYYY-MM-DD` version, public
+/// JWKs only (a private member would publish the key).
+fn check_discovery(
+    file: &Path,
+    text: &str,
+    d: &super::mapping::DiscoverySpec,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let at = |k: &str| locate_yaml(text, &["discovery", k]);
+    if let Some(e) = &d.endpoint
+        && url::Url::parse(e).map_or(true, |u| !matches!(u.scheme(), "http" | "https"))
+    {
+        diags.push(
+            Diagnostic::error(
+                file,
+                format!("discovery.endpoint `{e}` is not an http(s) URL"),
+            )
+            .line(at("endpoint"))
+            .at("discovery.endpoint")
+            .hint("write the public URL of the MCP endpoint, e.g. `https://spa.example.com/mcp`"),
+        );
+    }
+    if let Some(v) = &d.version
+        && !crate::discovery::is_date_version(v)
+    {
+        diags.push(
+            Diagnostic::error(file, format!("discovery.version `{v}` is not YYYY-MM-DD"))
+                .line(at("version"))
+                .at("discovery.version")
+                .hint("profiles carry dated versions, e.g. `2026-08-20`"),
+        );
+    }
+    for (i, k) in d.keys.iter().enumerate() {
+        let problem = match k {
+            Value::Object(o) if !o.contains_key("kid") || !o.contains_key("kty") => {
+                Some("needs `kid` and `kty`".to_string())
+            }
+            Value::Object(o) => crate::discovery::PRIVATE_JWK_MEMBERS
+                .iter()
+                .find(|m| o.contains_key(**m))
+                .map(|m| format!("has the private member `{m}`: publish public keys only")),
+            _ => Some("is not a JWK object".to_string()),
+        };
+        if let Some(p) = problem {
+            diags.push(
+                Diagnostic::error(file, format!("discovery.keys[{i}] {p}"))
+                    .line(at("keys"))
+                    .at(format!("discovery.keys[{i}]"))
+                    .hint("a public JWK, e.g. `{ kid: k1, kty: EC, crv: P-256, x: ..., y: ... }`"),
+            );
+        }
+    }
 }
 
 /// Parses `5s`, `250ms`, `2m`.
@@ -561,11 +617,13 @@ fn compile_file(
         diags,
     );
     let backend = backend?;
+    check_discovery(file, &text, &spec.discovery, diags);
     let business = Arc::new(Business {
         name: spec.business.clone(),
         file: file.to_path_buf(),
         binding,
         backend,
+        discovery: spec.discovery.clone(),
     });
 
     let mut tools = Vec::new();

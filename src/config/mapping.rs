@@ -39,6 +39,27 @@ pub struct MappingFile {
     /// Prompt name -> MiniJinja messages (`prompts/*`, `completion/complete`).
     #[serde(default)]
     pub prompts: IndexMap<String, PromptSpec>,
+    /// What `/.well-known/ucp` or `/.well-known/usp` advertises for this business.
+    #[serde(default)]
+    pub discovery: DiscoverySpec,
+}
+
+/// Discovery-profile values that the protocol binding cannot derive.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiscoverySpec {
+    /// Public URL of the MCP endpoint (default: the URL the client reached, from its `Host`).
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    /// Profile version, `YYYY-MM-DD` (default: `protocol.version`).
+    #[serde(default)]
+    pub version: Option<String>,
+    /// USP: `usp.business` (`name`, `timezone`, `currency`, optional `locations`).
+    #[serde(default)]
+    pub business: Option<serde_json::Value>,
+    /// Public JWKs published as `keys[]` (webhook signature verification).
+    #[serde(default)]
+    pub keys: Vec<serde_json::Value>,
 }
 
 /// Where and how to reach the backend.

@@ -238,6 +238,12 @@ impl Server {
 
     /// Entry point for every HTTP request.
     pub async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Response<Body> {
+        if req.uri().path().starts_with("/.well-known/") {
+            if let Some(r) = self.check_origin(&req) {
+                return r;
+            }
+            return self.well_known(&req);
+        }
         if req.uri().path() != self.opts.path {
             return rpc_error(
                 StatusCode::NOT_FOUND,
@@ -831,6 +837,42 @@ impl Server {
             );
         }
         self.reply(&id, answer, json_ok, sse_ok, None)
+    }
+}
+
+impl Server {
+    /// `GET /.well-known/{ucp,usp}[/{business}]`: the discovery profile (`crate::discovery`).
+    fn well_known(&self, req: &Request<Incoming>) -> Response<Body> {
+        if !matches!(*req.method(), Method::GET | Method::HEAD) {
+            let mut r = empty(StatusCode::METHOD_NOT_ALLOWED);
+            r.headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+            return r;
+        }
+        // The Host passed `check_origin`, so it names this gateway.
+        let host = req
+            .headers()
+            .get(header::HOST)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("localhost");
+        let mcp_url = format!("http://{host}{}", self.opts.path);
+        let gateway = self.core.gateway.load();
+        match crate::discovery::serve(&gateway, req.uri().path(), &mcp_url) {
+            crate::discovery::Served::Profile(doc) => {
+                let mut r = json_response(StatusCode::OK, &doc);
+                r.headers_mut().insert(
+                    header::CACHE_CONTROL,
+                    HeaderValue::from_static("public, max-age=300"),
+                );
+                r
+            }
+            crate::discovery::Served::NotFound(why) => {
+                json_response(StatusCode::NOT_FOUND, &json!({ "error": why }))
+            }
+            crate::discovery::Served::NotDiscovery => {
+                json_response(StatusCode::NOT_FOUND, &json!({ "error": "not found" }))
+            }
+        }
     }
 }
 
