@@ -22,6 +22,31 @@ pub enum CatalogError {
     /// The backend failed or answered something unusable (-32603).
     #[error("{0}")]
     Failed(String),
+    /// An autonym failure: JSON-RPC `-32602` (or `-32603` when `internal`) whose message is
+    /// the registered title and whose `data` is the Problem Details object.
+    #[error("{title}")]
+    Problem {
+        title: String,
+        problem: Value,
+        internal: bool,
+    },
+}
+
+/// The autonym form of a failed resource read (B3.4): never the URI or a backend message.
+fn autonym_problem(f: &crate::model::Failure) -> CatalogError {
+    let code = crate::binding::autonym_code(f);
+    let problem = crate::binding::autonym::problem(code, f.problem.as_deref(), None);
+    let internal = code.form != crate::binding::autonym::Form::Params;
+    let code = if internal {
+        crate::binding::autonym::INTERNAL
+    } else {
+        code
+    };
+    CatalogError::Problem {
+        title: code.title.to_string(),
+        problem,
+        internal,
+    }
 }
 
 /// Largest number of completion values per answer (MCP caps it at 100).
@@ -84,9 +109,21 @@ pub async fn read(g: &Gateway, uri: &str) -> Result<Vec<Value>, CatalogError> {
         headers,
         body: None,
     };
-    let resp = rest::send(backend, req, backend.timeout)
-        .await
-        .map_err(|f| CatalogError::Failed(format!("resource `{uri}`: {}", f.message)))?;
+    let autonym = res.business.binding.kind == crate::binding::Kind::Autonym;
+    let resp = match rest::send(backend, req, backend.timeout).await {
+        Ok(r) => r,
+        Err(f) if autonym => return Err(autonym_problem(&f)),
+        Err(f) => {
+            return Err(CatalogError::Failed(format!(
+                "resource `{uri}`: {}",
+                f.message
+            )));
+        }
+    };
+    if autonym && !(200..=299).contains(&resp.status) {
+        let f = crate::translate::response::failure_of(&resp);
+        return Err(autonym_problem(&f));
+    }
     match resp.status {
         200..=299 => {}
         404 | 410 => return Err(CatalogError::ResourceNotFound(uri.into())),
@@ -168,7 +205,7 @@ pub async fn get_prompt(
     for m in &prompt.messages {
         let block = match &m.body {
             PromptBody::Text(t) => json!({ "type": "text", "text": render(t)? }),
-            PromptBody::Resource(t) => {
+            PromptBody::Resource(t) | PromptBody::ResourceText(t) => {
                 let uri = render(t)?;
                 if uri.chars().any(char::is_control) {
                     return Err(CatalogError::InvalidParams(format!(
@@ -184,7 +221,17 @@ pub async fn get_prompt(
                 let first = contents.into_iter().next().ok_or_else(|| {
                     CatalogError::Failed(format!("resource `{uri}` has no contents"))
                 })?;
-                content::block_for_contents(&first)
+                match (&m.body, first.get("text")) {
+                    (PromptBody::ResourceText(_), Some(text)) => {
+                        json!({ "type": "text", "text": text })
+                    }
+                    (PromptBody::ResourceText(_), None) => {
+                        return Err(CatalogError::Failed(format!(
+                            "prompt `{name}`: resource `{uri}` is not text"
+                        )));
+                    }
+                    _ => content::block_for_contents(&first),
+                }
             }
         };
         messages.push(json!({ "role": m.role, "content": block }));

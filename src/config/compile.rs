@@ -522,7 +522,7 @@ fn compile_file(
             Diagnostic::error(file, format!("unknown binding `{}`", spec.binding))
                 .line(at(&["binding"]))
                 .at("binding")
-                .hint("use one of: usp, ucp, plain"),
+                .hint("use one of: usp, ucp, plain, autonym"),
         );
         return None;
     };

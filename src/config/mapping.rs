@@ -221,6 +221,9 @@ pub struct PromptMessageSpec {
     /// MiniJinja template giving a URI of a mapped resource, read through the backend.
     #[serde(default)]
     pub resource: Option<String>,
+    /// As `resource`, but the contents become a text message (the resource's text as is).
+    #[serde(default)]
+    pub resource_text: Option<String>,
 }
 
 /// What an HTTP status means. Exactly one of `business`, `error`, `tool_error`, `success`.

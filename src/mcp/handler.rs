@@ -12,12 +12,14 @@ const INTERNAL_ERROR: i64 = -32603;
 const RESOURCE_NOT_FOUND: i64 = -32002;
 use super::notify::Notifier;
 use super::{LEGACY_VERSIONS, supported_versions};
-use crate::binding::Reply;
+use crate::binding::{Kind, Reply};
 use crate::config::Gateway;
+use crate::config::compile::Tool;
 use arc_swap::ArcSwap;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Map, Value, json};
+use std::sync::Arc;
 
 /// Which protocol era a request is served under.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,6 +77,13 @@ impl Answer {
     pub fn into_message(self, id: &Value) -> Value {
         match self {
             Answer::Result(r) => super::jsonrpc::result(id, r),
+            // An HTTP-only answer framed as JSON-RPC (an SSE reply already started): -32603.
+            Answer::Error {
+                code: crate::binding::HTTP_PROBLEM,
+                message,
+                data,
+                ..
+            } => super::jsonrpc::error(id, INTERNAL_ERROR, &message, data),
             Answer::Error {
                 code,
                 message,
@@ -133,6 +142,20 @@ fn catalog_error(modern: bool, e: CatalogError) -> Answer {
         CatalogError::ResourceNotFound(uri) => resource_not_found(modern, &uri),
         CatalogError::InvalidParams(m) => Answer::error(INVALID_PARAMS, m),
         CatalogError::Failed(m) => Answer::error(INTERNAL_ERROR, m),
+        CatalogError::Problem {
+            title,
+            problem,
+            internal,
+        } => Answer::Error {
+            code: if internal {
+                INTERNAL_ERROR
+            } else {
+                INVALID_PARAMS
+            },
+            message: title,
+            data: Some(problem),
+            http_status: None,
+        },
     }
 }
 
@@ -197,6 +220,23 @@ fn modern_result(info: &ServerInfo, mut result: Value, cacheable: bool) -> Value
     result
 }
 
+/// autonym resources depend on the caller's grant: their lists are `cacheScope: "private"`.
+fn grant_dependent(gateway: &Gateway, answer: Answer) -> Answer {
+    match answer {
+        Answer::Result(mut r)
+            if r.get("cacheScope").is_some()
+                && gateway
+                    .resources
+                    .iter()
+                    .any(|res| res.business.binding.kind == Kind::Autonym) =>
+        {
+            r["cacheScope"] = json!("private");
+            Answer::Result(r)
+        }
+        other => other,
+    }
+}
+
 /// Handles one request (not `initialize`, which the transport handles because it creates a
 /// session). Unknown methods answer -32601.
 pub async fn handle(core: &Core, era: &Era, method: &str, params: Option<Value>) -> Answer {
@@ -236,19 +276,23 @@ pub async fn handle_with(
                 Some(_) => None,
             };
             let gateway = core.gateway.load();
-            let Some(offset) = offset.filter(|o| *o <= gateway.tools.len()) else {
+            // autonym tools are 2026-07-28 only: a 2025 session does not see them.
+            let visible = |t: &&Arc<Tool>| modern || t.business.binding.kind != Kind::Autonym;
+            let total = gateway.tools.values().filter(visible).count();
+            let Some(offset) = offset.filter(|o| *o <= total) else {
                 return Answer::error(INVALID_PARAMS, "invalid cursor");
             };
             let page = core.info.page_size.max(1);
             let tools: Vec<Value> = gateway
                 .tools
                 .values()
+                .filter(visible)
                 .skip(offset)
                 .take(page)
                 .map(|t| t.descriptor.clone())
                 .collect();
             let mut r = json!({ "tools": tools });
-            if offset + page < gateway.tools.len()
+            if offset + page < total
                 && let Value::Object(obj) = &mut r
             {
                 obj.insert("nextCursor".into(), json!(encode_cursor(offset + page)));
@@ -267,6 +311,15 @@ pub async fn handle_with(
                 Some(v) => Some(v.clone()),
             };
             let gateway = core.gateway.load_full();
+            if !modern
+                && gateway
+                    .tools
+                    .get(name)
+                    .is_some_and(|t| t.business.binding.kind == Kind::Autonym)
+            {
+                let e = crate::forward::unknown_tool(name);
+                return Answer::error(e.code, e.message);
+            }
             match super::notify::observed_call(&gateway, name, arguments, notifier).await {
                 Reply::Result(r) => finish(Answer::Result(r), false),
                 Reply::Error(e) => Answer::Error {
@@ -278,12 +331,18 @@ pub async fn handle_with(
             }
         }
         "resources/list" => {
-            let list = catalog::list_resources(&core.gateway.load());
-            finish(Answer::Result(json!({ "resources": list })), true)
+            let gateway = core.gateway.load();
+            let list = catalog::list_resources(&gateway);
+            grant_dependent(
+                &gateway,
+                finish(Answer::Result(json!({ "resources": list })), true),
+            )
         }
         "resources/templates/list" => {
-            let list = catalog::list_templates(&core.gateway.load());
-            finish(Answer::Result(json!({ "resourceTemplates": list })), true)
+            let gateway = core.gateway.load();
+            let list = catalog::list_templates(&gateway);
+            let r = finish(Answer::Result(json!({ "resourceTemplates": list })), true);
+            grant_dependent(&gateway, r)
         }
         "prompts/list" => {
             let list = catalog::list_prompts(&core.gateway.load());

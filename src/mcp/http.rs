@@ -533,6 +533,15 @@ impl Server {
         sse_ok: bool,
         extra: Option<(&'static str, String)>,
     ) -> Response<Body> {
+        if let Answer::Error {
+            code: crate::binding::HTTP_PROBLEM,
+            data: Some(problem),
+            http_status,
+            ..
+        } = &answer
+        {
+            return problem_response(*http_status, problem);
+        }
         let (status, body) = match answer {
             Answer::Result(r) => (StatusCode::OK, jsonrpc::result(id, r)),
             Answer::Error {
@@ -874,6 +883,36 @@ impl Server {
             }
         }
     }
+}
+
+/// An HTTP answer whose body is a Problem Details object (autonym's pre-JSON-RPC forms): 401
+/// carries a Bearer challenge naming the code, 429 and 503 `Retry-After` when known.
+fn problem_response(status: Option<u16>, problem: &Value) -> Response<Body> {
+    let status = status
+        .and_then(|s| StatusCode::from_u16(s).ok())
+        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut r = json_response(status, problem);
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/problem+json"),
+    );
+    if status == StatusCode::UNAUTHORIZED {
+        let code = problem
+            .get("code")
+            .and_then(Value::as_str)
+            .filter(|c| c.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+            .unwrap_or("invalid_token");
+        if let Ok(v) =
+            HeaderValue::from_str(&format!("DPoP error=\"{code}\", Bearer error=\"{code}\""))
+        {
+            h.insert(header::WWW_AUTHENTICATE, v);
+        }
+    }
+    if let Some(secs) = problem.get("retry_after").and_then(Value::as_u64) {
+        h.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    r
 }
 
 /// What a `tools/call` reports while it runs, and how it can be cancelled (2025 sessions).

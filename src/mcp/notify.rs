@@ -242,6 +242,17 @@ pub async fn observed_call(
     let Some(tool) = gateway.tools.get(name) else {
         return crate::forward::call_tool(gateway, name, arguments).await;
     };
+    // autonym does not adopt Logging (B3.1).
+    let quiet = Notifier {
+        tx: n.tx.clone(),
+        progress_token: n.progress_token.clone(),
+        level: None,
+    };
+    let n = if tool.business.binding.kind == crate::binding::Kind::Autonym {
+        &quiet
+    } else {
+        n
+    };
     let started = Instant::now();
     n.log(
         Level::INFO,

@@ -87,10 +87,49 @@ async fn handle(seen: Arc<Seen>, req: Request<Incoming>) -> Response<Full<Bytes>
         seen.completed.fetch_add(1, Ordering::SeqCst);
         return respond(200, "application/json", r#"{"slept":true}"#);
     }
+    if let Some(what) = rest.strip_prefix("/autonym/") {
+        return autonym(what);
+    }
     if rest == "/text" {
         return respond(200, "text/plain", "hello, not json");
     }
     respond(404, "application/json", r#"{"error":"NO_ROUTE"}"#)
+}
+
+/// A small autonym REST surface: signed disclosures, and registered Problem Details failures.
+fn autonym(what: &str) -> Response<Full<Bytes>> {
+    let problem = |status: u16, code: &str, title: &str| {
+        respond(
+            status,
+            "application/problem+json",
+            json!({"type": format!("https://autonym.example/problems/{code}"), "title": title,
+                   "status": status, "code": code})
+            .to_string(),
+        )
+    };
+    match what {
+        "briefing" => respond(
+            200,
+            "application/json",
+            r#"{"briefing":"prefers mornings","signature":"sig-briefing"}"#,
+        ),
+        "context/health" => problem(403, "domain_not_granted", "Domain not granted"),
+        "context/gone" => respond(404, "application/json", r#"{"detail":"no such domain"}"#),
+        "context/boom" => respond(500, "text/plain", "stack trace with secrets"),
+        "context/busy" => {
+            let mut r = problem(429, "rate_limited", "Rate limited");
+            r.headers_mut().insert("retry-after", "7".parse().unwrap());
+            r
+        }
+        _ => match what.strip_prefix("context/") {
+            Some(d) => respond(
+                200,
+                "application/json",
+                json!({"domain": d, "signature": format!("sig-{d}")}).to_string(),
+            ),
+            None => respond(404, "application/json", r#"{"error":"NO_ROUTE"}"#),
+        },
+    }
 }
 
 /// Waits (bounded) until the backend saw a `/slow` handler dropped; returns how many were.
