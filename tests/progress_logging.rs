@@ -314,3 +314,27 @@ async fn modern_progress_and_log_level_come_from_meta() {
     assert!(!a.text.contains("notifications/"), "{}", a.text);
     g.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn legacy_calls_keep_the_binding_http_status() {
+    // UCP errors ride on their table's HTTP status, in a 2025 session as at 2026-07-28.
+    let d = portico::demo::start(0).await.expect("demo starts");
+    let c = reqwest::Client::new();
+    let url = d.mcp_url();
+    let (sid, _) = initialize(&c, &url, "2025-11-25").await;
+    let a = session(
+        &c,
+        &url,
+        &sid,
+        call(
+            2,
+            "ask_business",
+            json!({"ask": {"query": "pets?"}}),
+            json!({}),
+        ),
+    )
+    .await;
+    assert_eq!(a.error_code(), Some(-32602), "{}", a.text);
+    assert_eq!(a.status, 400, "UCP invalid_params is HTTP 400");
+    d.stop().await;
+}

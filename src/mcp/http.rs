@@ -948,7 +948,6 @@ impl Server {
             notify::Notifier::none()
         };
         let core = self.core.clone();
-        let rid = id.clone();
         let work = async move {
             let call = handler::handle_with(&core, &era, "tools/call", params, &notifier);
             let answer = match report.cancel {
@@ -959,19 +958,20 @@ impl Server {
                 None => Some(call.await),
             };
             drop(notifier);
-            answer.map(|a| a.into_message(&rid))
+            answer
         };
         if !stream {
-            let body = work.await.unwrap_or_else(|| {
-                jsonrpc::error(&id, REQUEST_CANCELLED, "Request cancelled", None)
+            // Same framing (and binding HTTP status) as every other answer.
+            let answer = work.await.unwrap_or_else(|| Answer::Error {
+                code: REQUEST_CANCELLED,
+                message: "Request cancelled".into(),
+                data: None,
+                http_status: None,
             });
-            if json_ok || !sse_ok {
-                return json_response(StatusCode::OK, &body);
-            }
-            let mut r = Response::new(full(sse_frame(&body)));
-            sse_headers(&mut r);
-            return r;
+            return self.reply(&id, answer, json_ok, sse_ok, None);
         }
+        // Headers are sent before the answer exists: a binding's HTTP status cannot apply.
+        let work = async move { work.await.map(|a| a.into_message(&id)) };
         let mut work = Some(Box::pin(work));
         let mut last: Option<Value> = None;
         let frames = futures_util::stream::poll_fn(move |cx| {
