@@ -140,3 +140,22 @@ async fn legacy_sessions_do_not_see_autonym_tools() {
     assert_eq!(a.error_code(), Some(-32602));
     g.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn an_oversized_body_is_payload_too_large_problem_details() {
+    let (g, _, c, url) = gateway_on_test_backend("autonym").await;
+    let big = "x".repeat(2 << 20);
+    let a = send(modern(
+        &c,
+        &url,
+        1,
+        "tools/call",
+        json!({"name": "get_context", "arguments": {"domain": big}}),
+    ))
+    .await;
+    assert_eq!(a.status, 413);
+    assert_eq!(a.headers["content-type"], "application/problem+json");
+    assert_eq!(a.body["code"], "payload_too_large");
+    assert_eq!(a.body["status"], 413);
+    g.stop().await.unwrap();
+}

@@ -388,6 +388,9 @@ impl Server {
         }
         let max = self.opts.max_body_bytes;
         let too_big = || {
+            if let Some(problem) = autonym_only_problem(&self.core, "payload_too_large") {
+                return problem_response(Some(413), &problem);
+            }
             rpc_error(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 &Value::Null,
@@ -883,6 +886,18 @@ impl Server {
             }
         }
     }
+}
+
+/// For a gateway whose businesses are all autonym, the Problem Details of a registered code
+/// answered before any JSON-RPC processing (B3.4's HTTP form); `None` otherwise.
+fn autonym_only_problem(core: &Core, slug: &str) -> Option<Value> {
+    use crate::binding::{Kind, autonym};
+    let g = core.gateway.load();
+    let all =
+        !g.businesses.is_empty() && g.businesses.iter().all(|b| b.binding.kind == Kind::Autonym);
+    all.then(|| autonym::code(slug))
+        .flatten()
+        .map(|c| autonym::problem(c, None, None))
 }
 
 /// An HTTP answer whose body is a Problem Details object (autonym's pre-JSON-RPC forms): 401
