@@ -338,3 +338,91 @@ async fn legacy_calls_keep_the_binding_http_status() {
     assert_eq!(a.status, 400, "UCP invalid_params is HTTP 400");
     d.stop().await;
 }
+
+/// One JSON-RPC line on a stdio pipe.
+async fn put(w: &mut (impl tokio::io::AsyncWrite + Unpin), msg: Value) {
+    use tokio::io::AsyncWriteExt;
+    w.write_all(format!("{msg}\n").as_bytes()).await.unwrap();
+}
+
+/// Reads stdio lines until `stop` accepts one; returns every message read.
+async fn take_until(
+    r: &mut tokio::io::Lines<tokio::io::BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
+    stop: impl Fn(&Value) -> bool,
+) -> Vec<Value> {
+    let mut seen = Vec::new();
+    while let Some(line) = r.next_line().await.unwrap() {
+        let v: Value = serde_json::from_str(&line).expect("stdout carries JSON-RPC only");
+        let done = stop(&v);
+        seen.push(v);
+        if done {
+            break;
+        }
+    }
+    seen
+}
+
+#[tokio::test]
+async fn stdio_reports_progress_logs_and_honours_cancellation() {
+    use tokio::io::AsyncBufReadExt;
+    let (backend, seen) = test_backend().await;
+    let dir = fixture_with_backend("gateway", &backend.to_string());
+    let g = portico::config::load(&[dir.join("plain.yaml")]).unwrap();
+    let core = std::sync::Arc::new(portico::mcp::handler::Core {
+        gateway: arc_swap::ArcSwap::from_pointee(g),
+        info: portico::mcp::handler::ServerInfo::default(),
+    });
+    let (client, server) = tokio::io::duplex(1 << 16);
+    let (server_in, server_out) = tokio::io::split(server);
+    let serving = tokio::spawn(portico::mcp::stdio::serve(core, server_in, server_out, 64));
+    let (client_in, mut w) = tokio::io::split(client);
+    let mut r = tokio::io::BufReader::new(client_in).lines();
+
+    put(&mut w, json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})).await;
+    put(
+        &mut w,
+        json!({"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"debug"}}),
+    )
+    .await;
+    take_until(&mut r, |m| m["id"] == 2).await;
+
+    // A finished call, with progress and log messages before its answer.
+    put(
+        &mut w,
+        call(3, "slow", json!({"ms": 1}), json!({"progressToken": "s"})),
+    )
+    .await;
+    let msgs = take_until(&mut r, |m| m["id"] == 3).await;
+    assert_progress_well_formed(&progress_of(&msgs, &json!("s")));
+    assert!(msgs.iter().any(|m| m["method"] == "notifications/message"));
+    assert_eq!(
+        msgs.last().unwrap()["result"]["structuredContent"]["slept"],
+        true
+    );
+
+    // A cancelled one: no answer, the backend request dropped; the session keeps serving.
+    put(
+        &mut w,
+        call(4, "slow", json!({"ms": 350}), json!({"progressToken": "c"})),
+    )
+    .await;
+    take_until(&mut r, |m| m["method"] == "notifications/progress").await;
+    put(
+        &mut w,
+        json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4}}),
+    )
+    .await;
+    put(
+        &mut w,
+        json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}),
+    )
+    .await;
+    put(&mut w, json!({"jsonrpc":"2.0","id":5,"method":"ping"})).await;
+    let rest = take_until(&mut r, |m| m["id"] == 5).await;
+    assert!(rest.iter().all(|m| m["id"] != 4), "{rest:?}");
+    assert_eq!(wait_abandoned(&seen).await, 1);
+    tokio::io::AsyncWriteExt::shutdown(&mut w).await.unwrap();
+    let tail = take_until(&mut r, |_| false).await;
+    assert!(tail.iter().all(|m| m["id"] != 4), "{tail:?}");
+    serving.await.unwrap().unwrap();
+}
