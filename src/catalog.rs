@@ -53,26 +53,38 @@ fn autonym_problem(f: &crate::model::Failure) -> CatalogError {
 const MAX_COMPLETIONS: usize = 100;
 
 /// The `resources/list` entries (static URIs only).
-pub fn list_resources(g: &Gateway) -> Vec<Value> {
+/// True when a 2025-era session may see `r`: autonym resources are 2026-07-28 only.
+pub fn legacy_visible(r: &Resource) -> bool {
+    r.business.binding.kind != crate::binding::Kind::Autonym
+}
+
+/// The `resources/list` entries (`legacy`: as a 2025-era session sees them).
+pub fn list_resources(g: &Gateway, legacy: bool) -> Vec<Value> {
     g.resources
         .iter()
+        .filter(|r| !legacy || legacy_visible(r))
         .filter(|r| !r.template.is_template())
         .map(|r| r.descriptor.clone())
         .collect()
 }
 
 /// The `resources/templates/list` entries.
-pub fn list_templates(g: &Gateway) -> Vec<Value> {
+pub fn list_templates(g: &Gateway, legacy: bool) -> Vec<Value> {
     g.resources
         .iter()
+        .filter(|r| !legacy || legacy_visible(r))
         .filter(|r| r.template.is_template())
         .map(|r| r.descriptor.clone())
         .collect()
 }
 
 /// The `prompts/list` entries.
-pub fn list_prompts(g: &Gateway) -> Vec<Value> {
-    g.prompts.values().map(|p| p.descriptor.clone()).collect()
+pub fn list_prompts(g: &Gateway, legacy: bool) -> Vec<Value> {
+    g.prompts
+        .values()
+        .filter(|p| !legacy || !p.stateless_only)
+        .map(|p| p.descriptor.clone())
+        .collect()
 }
 
 /// True when `uri` names a mapped resource (static first, then templates in file order).

@@ -138,6 +138,37 @@ async fn legacy_sessions_do_not_see_autonym_tools() {
     ))
     .await;
     assert_eq!(a.error_code(), Some(-32602));
+    // Nor its resources and prompts.
+    for (id, method, key) in [
+        (3, "resources/list", "resources"),
+        (4, "resources/templates/list", "resourceTemplates"),
+        (5, "prompts/list", "prompts"),
+    ] {
+        let a = send(legacy(
+            &c,
+            &url,
+            &sid,
+            json!({"jsonrpc":"2.0","id":id,"method":method}),
+        ))
+        .await;
+        assert_eq!(a.result()[key], json!([]), "{method}");
+    }
+    let a = send(legacy(
+        &c,
+        &url,
+        &sid,
+        json!({"jsonrpc":"2.0","id":6,"method":"resources/read","params":{"uri":"autonym://context/travel"}}),
+    ))
+    .await;
+    assert_eq!(a.error_code(), Some(-32002));
+    let a = send(legacy(
+        &c,
+        &url,
+        &sid,
+        json!({"jsonrpc":"2.0","id":7,"method":"prompts/get","params":{"name":"autonym_briefing"}}),
+    ))
+    .await;
+    assert_eq!(a.error_code(), Some(-32602));
     g.stop().await.unwrap();
 }
 

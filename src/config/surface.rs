@@ -62,6 +62,8 @@ pub struct Prompt {
     pub descriptor: Value,
     pub args: Vec<PromptArg>,
     pub messages: Vec<PromptMessage>,
+    /// Served at 2026-07-28 only (the autonym binding): hidden from 2025-era sessions.
+    pub stateless_only: bool,
 }
 
 fn here(path: &[&str]) -> String {
@@ -287,6 +289,7 @@ pub fn prompts(
         }
         out.push(Prompt {
             name: name.clone(),
+            stateless_only: Kind::parse(&spec.binding) == Some(Kind::Autonym),
             descriptor: Value::Object(d),
             args: ps
                 .arguments

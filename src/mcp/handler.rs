@@ -332,7 +332,7 @@ pub async fn handle_with(
         }
         "resources/list" => {
             let gateway = core.gateway.load();
-            let list = catalog::list_resources(&gateway);
+            let list = catalog::list_resources(&gateway, !modern);
             grant_dependent(
                 &gateway,
                 finish(Answer::Result(json!({ "resources": list })), true),
@@ -340,12 +340,12 @@ pub async fn handle_with(
         }
         "resources/templates/list" => {
             let gateway = core.gateway.load();
-            let list = catalog::list_templates(&gateway);
+            let list = catalog::list_templates(&gateway, !modern);
             let r = finish(Answer::Result(json!({ "resourceTemplates": list })), true);
             grant_dependent(&gateway, r)
         }
         "prompts/list" => {
-            let list = catalog::list_prompts(&core.gateway.load());
+            let list = catalog::list_prompts(&core.gateway.load(), !modern);
             finish(Answer::Result(json!({ "prompts": list })), true)
         }
         "resources/read" => {
@@ -353,6 +353,11 @@ pub async fn handle_with(
                 return Answer::error(INVALID_PARAMS, "resources/read needs a string `uri`");
             };
             let gateway = core.gateway.load_full();
+            if !modern
+                && catalog::find(&gateway, uri).is_some_and(|(r, _)| !catalog::legacy_visible(r))
+            {
+                return resource_not_found(false, uri);
+            }
             match catalog::read(&gateway, uri).await {
                 // Backend data: clients must not reuse it (ttlMs 0, private).
                 Ok(contents) => {
@@ -374,7 +379,9 @@ pub async fn handle_with(
             };
             // Accepted for mapped resources; a REST backend announces no changes, so no
             // `notifications/resources/updated` is ever sent.
-            if catalog::find(&core.gateway.load(), uri).is_some() {
+            if catalog::find(&core.gateway.load(), uri)
+                .is_some_and(|(r, _)| catalog::legacy_visible(r))
+            {
                 Answer::Result(json!({}))
             } else {
                 resource_not_found(false, uri)
@@ -386,6 +393,9 @@ pub async fn handle_with(
             };
             let arguments = params.as_ref().and_then(|p| p.get("arguments"));
             let gateway = core.gateway.load_full();
+            if !modern && gateway.prompts.get(name).is_some_and(|p| p.stateless_only) {
+                return Answer::error(INVALID_PARAMS, format!("Unknown prompt: {name}"));
+            }
             match catalog::get_prompt(&gateway, name, arguments).await {
                 Ok(r) => finish(Answer::Result(r), false),
                 Err(e) => catalog_error(modern, e),
