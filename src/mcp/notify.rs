@@ -239,16 +239,19 @@ pub async fn observed_call(
     arguments: Option<Value>,
     n: &Notifier,
 ) -> Reply {
-    let Some(tool) = gateway.tools.get(name) else {
+    // Nothing to report (the usual case): the forward path as is.
+    let tool = gateway.tools.get(name).filter(|_| n.tx.is_some());
+    let Some(tool) = tool else {
         return crate::forward::call_tool(gateway, name, arguments).await;
     };
     // autonym does not adopt Logging (B3.1).
-    let quiet = Notifier {
-        tx: n.tx.clone(),
-        progress_token: n.progress_token.clone(),
-        level: None,
-    };
+    let quiet;
     let n = if tool.business.binding.kind == crate::binding::Kind::Autonym {
+        quiet = Notifier {
+            tx: n.tx.clone(),
+            progress_token: n.progress_token.clone(),
+            level: None,
+        };
         &quiet
     } else {
         n
