@@ -22,32 +22,69 @@ pub enum CatalogError {
     /// The backend failed or answered something unusable (-32603).
     #[error("{0}")]
     Failed(String),
+    /// An autonym failure: JSON-RPC `-32602` (or `-32603` when `internal`) whose message is
+    /// the registered title and whose `data` is the Problem Details object.
+    #[error("{title}")]
+    Problem {
+        title: String,
+        problem: Value,
+        internal: bool,
+    },
+}
+
+/// The autonym form of a failed resource read (B3.4): never the URI or a backend message.
+fn autonym_problem(f: &crate::model::Failure) -> CatalogError {
+    let code = crate::binding::autonym_code(f);
+    let problem = crate::binding::autonym::problem(code, f.problem.as_deref(), None);
+    let internal = code.form != crate::binding::autonym::Form::Params;
+    let code = if internal {
+        crate::binding::autonym::INTERNAL
+    } else {
+        code
+    };
+    CatalogError::Problem {
+        title: code.title.to_string(),
+        problem,
+        internal,
+    }
 }
 
 /// Largest number of completion values per answer (MCP caps it at 100).
 const MAX_COMPLETIONS: usize = 100;
 
 /// The `resources/list` entries (static URIs only).
-pub fn list_resources(g: &Gateway) -> Vec<Value> {
+/// True when a 2025-era session may see `r`: autonym resources are 2026-07-28 only.
+pub fn legacy_visible(r: &Resource) -> bool {
+    r.business.binding.kind != crate::binding::Kind::Autonym
+}
+
+/// The `resources/list` entries (`legacy`: as a 2025-era session sees them).
+pub fn list_resources(g: &Gateway, legacy: bool) -> Vec<Value> {
     g.resources
         .iter()
+        .filter(|r| !legacy || legacy_visible(r))
         .filter(|r| !r.template.is_template())
         .map(|r| r.descriptor.clone())
         .collect()
 }
 
 /// The `resources/templates/list` entries.
-pub fn list_templates(g: &Gateway) -> Vec<Value> {
+pub fn list_templates(g: &Gateway, legacy: bool) -> Vec<Value> {
     g.resources
         .iter()
+        .filter(|r| !legacy || legacy_visible(r))
         .filter(|r| r.template.is_template())
         .map(|r| r.descriptor.clone())
         .collect()
 }
 
 /// The `prompts/list` entries.
-pub fn list_prompts(g: &Gateway) -> Vec<Value> {
-    g.prompts.values().map(|p| p.descriptor.clone()).collect()
+pub fn list_prompts(g: &Gateway, legacy: bool) -> Vec<Value> {
+    g.prompts
+        .values()
+        .filter(|p| !legacy || !p.stateless_only)
+        .map(|p| p.descriptor.clone())
+        .collect()
 }
 
 /// True when `uri` names a mapped resource (static first, then templates in file order).
@@ -84,9 +121,21 @@ pub async fn read(g: &Gateway, uri: &str) -> Result<Vec<Value>, CatalogError> {
         headers,
         body: None,
     };
-    let resp = rest::send(backend, req, backend.timeout)
-        .await
-        .map_err(|f| CatalogError::Failed(format!("resource `{uri}`: {}", f.message)))?;
+    let autonym = res.business.binding.kind == crate::binding::Kind::Autonym;
+    let resp = match rest::send(backend, req, backend.timeout).await {
+        Ok(r) => r,
+        Err(f) if autonym => return Err(autonym_problem(&f)),
+        Err(f) => {
+            return Err(CatalogError::Failed(format!(
+                "resource `{uri}`: {}",
+                f.message
+            )));
+        }
+    };
+    if autonym && !(200..=299).contains(&resp.status) {
+        let f = crate::translate::response::failure_of(&resp);
+        return Err(autonym_problem(&f));
+    }
     match resp.status {
         200..=299 => {}
         404 | 410 => return Err(CatalogError::ResourceNotFound(uri.into())),
@@ -168,7 +217,7 @@ pub async fn get_prompt(
     for m in &prompt.messages {
         let block = match &m.body {
             PromptBody::Text(t) => json!({ "type": "text", "text": render(t)? }),
-            PromptBody::Resource(t) => {
+            PromptBody::Resource(t) | PromptBody::ResourceText(t) => {
                 let uri = render(t)?;
                 if uri.chars().any(char::is_control) {
                     return Err(CatalogError::InvalidParams(format!(
@@ -184,7 +233,17 @@ pub async fn get_prompt(
                 let first = contents.into_iter().next().ok_or_else(|| {
                     CatalogError::Failed(format!("resource `{uri}` has no contents"))
                 })?;
-                content::block_for_contents(&first)
+                match (&m.body, first.get("text")) {
+                    (PromptBody::ResourceText(_), Some(text)) => {
+                        json!({ "type": "text", "text": text })
+                    }
+                    (PromptBody::ResourceText(_), None) => {
+                        return Err(CatalogError::Failed(format!(
+                            "prompt `{name}`: resource `{uri}` is not text"
+                        )));
+                    }
+                    _ => content::block_for_contents(&first),
+                }
             }
         };
         messages.push(json!({ "role": m.role, "content": block }));

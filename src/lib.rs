@@ -10,6 +10,7 @@
 //! - [`upstream`]: the pooled REST client that talks to a business's backend.
 //! - [`mcp`]: JSON-RPC, both MCP protocol eras, Streamable HTTP.
 //! - [`catalog`]: resources and prompts from mappings (read, render, complete).
+//! - [`discovery`]: `/.well-known/ucp` and `/.well-known/usp` profiles from the mappings.
 //! - [`demo`]: the embedded legacy booking API and the `portico demo` runner.
 
 pub mod app;
@@ -18,6 +19,7 @@ pub mod catalog;
 pub mod check;
 pub mod config;
 pub mod demo;
+pub mod discovery;
 pub mod forward;
 pub mod mcp;
 pub mod model;

@@ -83,12 +83,18 @@ enum Command {
         /// Log line format on stderr.
         #[arg(long, value_enum, default_value_t = LogFormat::Json, env = "PORTICO_LOG_FORMAT")]
         log_format: LogFormat,
+        /// Server name announced in `serverInfo` (e.g. `autonym`, which its B3 binding requires).
+        #[arg(long, default_value = "portico", env = "PORTICO_SERVER_NAME")]
+        server_name: String,
     },
     /// Serve MCP over stdio (one JSON-RPC message per line; logs go to stderr).
     Stdio {
         /// Mapping files, or folders of them.
         #[arg(required = true)]
         config: Vec<PathBuf>,
+        /// Server name announced in `serverInfo`.
+        #[arg(long, default_value = "portico", env = "PORTICO_SERVER_NAME")]
+        server_name: String,
     },
     /// Run the embedded demo: a legacy spa + hotel API with portico in front, on 127.0.0.1.
     Demo {
@@ -235,6 +241,7 @@ async fn main() -> ExitCode {
             shutdown_timeout,
             reload_interval,
             log_format,
+            server_name,
         } => {
             init_logging_as(log_format);
             let Some(gateway) = load_config(&config) else {
@@ -256,16 +263,17 @@ async fn main() -> ExitCode {
                 }),
                 ..Ops::default()
             };
-            let running =
-                match portico::app::start_with(gateway, listen, opts, ServerInfo::default(), ops)
-                    .await
-                {
-                    Ok(r) => r,
-                    Err(e) => {
-                        eprintln!("cannot listen on {listen} (or the admin address): {e}");
-                        return ExitCode::FAILURE;
-                    }
-                };
+            let info = ServerInfo {
+                name: server_name,
+                ..ServerInfo::default()
+            };
+            let running = match portico::app::start_with(gateway, listen, opts, info, ops).await {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("cannot listen on {listen} (or the admin address): {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
             println!("mcp: {}", running.mcp_url());
             if let Some(admin) = running.admin_url() {
                 println!("admin: {admin}");
@@ -280,14 +288,20 @@ async fn main() -> ExitCode {
                 }
             }
         }
-        Command::Stdio { config } => {
+        Command::Stdio {
+            config,
+            server_name,
+        } => {
             init_logging();
             let Some(gateway) = load_config(&config) else {
                 return ExitCode::FAILURE;
             };
             let core = std::sync::Arc::new(portico::mcp::handler::Core {
                 gateway: arc_swap::ArcSwap::from_pointee(gateway),
-                info: ServerInfo::default(),
+                info: ServerInfo {
+                    name: server_name,
+                    ..ServerInfo::default()
+                },
             });
             let max_depth = HttpOptions::default().max_depth;
             match portico::mcp::stdio::serve(

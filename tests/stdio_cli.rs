@@ -12,6 +12,7 @@ async fn stdio_serves_the_demo_mappings() {
     let dir = portico::demo::write_files(addr, None).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_portico"))
         .arg("stdio")
+        .args(["--server-name", "autonym"])
         .arg(dir.join("mappings"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -39,6 +40,10 @@ async fn stdio_serves_the_demo_mappings() {
     let out = reader.await.unwrap();
     drop(stdin);
     assert_eq!(out[0]["result"]["protocolVersion"], "2025-11-25");
+    assert_eq!(
+        out[0]["result"]["serverInfo"]["name"], "autonym",
+        "--server-name"
+    );
     let services = out[1]["result"]["structuredContent"]["services"]
         .as_array()
         .unwrap();

@@ -15,11 +15,7 @@ async fn setup(
     reqwest::Client,
     String,
 ) {
-    let (backend, seen) = test_backend().await;
-    let dir = fixture_with_backend("gateway", &backend.to_string());
-    let g = gateway(&[dir.join(format!("{binding}.yaml"))]).await;
-    let url = g.mcp_url();
-    (g, seen, reqwest::Client::new(), url)
+    gateway_on_test_backend(binding).await
 }
 
 fn last_request(seen: &Seen) -> Value {
@@ -280,14 +276,7 @@ async fn a_closed_stream_cancels_the_backend_call() {
     .send()
     .await;
     assert!(err.is_err(), "the client gave up first");
-    let mut abandoned = 0;
-    for _ in 0..40 {
-        abandoned = seen.abandoned.load(Ordering::SeqCst);
-        if abandoned > 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    let abandoned = wait_abandoned(&seen).await;
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert_eq!(abandoned, 1, "the backend request was dropped");
     assert_eq!(

@@ -2,6 +2,8 @@
 //! outcomes, which JSON-RPC codes and envelopes each protocol uses. Tables, not pipelines: a
 //! binding must never perform I/O or know about transports other than through these tables.
 
+pub mod autonym;
+
 use crate::model::{Failure, FailureKind, Meta, Outcome};
 use http::{HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
@@ -15,6 +17,8 @@ pub enum Kind {
     Ucp,
     /// Generic MCP: failures become `isError` results.
     Plain,
+    /// autonym B3 MCP binding: stateless 2026-07-28 only, Problem Details errors.
+    Autonym,
 }
 
 impl Kind {
@@ -23,6 +27,7 @@ impl Kind {
             "usp" => Some(Kind::Usp),
             "ucp" => Some(Kind::Ucp),
             "plain" => Some(Kind::Plain),
+            "autonym" => Some(Kind::Autonym),
             _ => None,
         }
     }
@@ -32,6 +37,7 @@ impl Kind {
             Kind::Usp => "usp",
             Kind::Ucp => "ucp",
             Kind::Plain => "plain",
+            Kind::Autonym => "autonym",
         }
     }
 }
@@ -103,6 +109,17 @@ pub const PLAIN_ERRORS: &[ErrorCode] = &[
     ec("invalid_params", -32602, 400),
     ec("internal_error", -32603, 500),
 ];
+
+/// autonym codes as an error table (JSON-RPC code by form).
+pub const AUTONYM_ERRORS: &[ErrorCode] = &[
+    ec("invalid_request", -32602, 400),
+    ec("internal_error", -32603, 500),
+];
+
+/// JSON-RPC code of an [`RpcError`] that is not a JSON-RPC error at all: the HTTP edge answers
+/// it with `http_status` and the Problem Details in `data` as the body (autonym's
+/// pre-JSON-RPC forms). Never sent as a JSON-RPC code.
+pub const HTTP_PROBLEM: i64 = 0;
 
 /// What a backend HTTP status means when no mapping rule says otherwise.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -213,10 +230,22 @@ impl Binding {
             Kind::Usp => USP_ERRORS,
             Kind::Ucp => UCP_ERRORS,
             Kind::Plain => PLAIN_ERRORS,
+            Kind::Autonym => AUTONYM_ERRORS,
         }
     }
 
     pub fn error_code(&self, slug: &str) -> Option<ErrorCode> {
+        if self.kind == Kind::Autonym {
+            return autonym::code(slug).map(|c| ErrorCode {
+                slug: c.slug,
+                rpc: if c.form == autonym::Form::Internal {
+                    -32603
+                } else {
+                    -32602
+                },
+                http: c.status,
+            });
+        }
         self.errors().iter().copied().find(|e| e.slug == slug)
     }
 
@@ -264,7 +293,7 @@ impl Binding {
                     .with_code("invalid_profile_url"));
                 }
             }
-            Kind::Plain => {}
+            Kind::Plain | Kind::Autonym => {}
         }
         if let Some(p) = &meta.profile
             && !profile_url_ok(p)
@@ -323,7 +352,7 @@ impl Binding {
                     )?);
                 }
             }
-            Kind::Plain => {}
+            Kind::Plain | Kind::Autonym => {}
         }
         Ok(out)
     }
@@ -335,6 +364,7 @@ impl Binding {
         }
         match self.kind {
             Kind::Plain => Rule::ToolError,
+            Kind::Autonym => Rule::Error(autonym::slug_for_status(status).into()),
             Kind::Usp => Rule::Error(
                 match status {
                     401 => "authentication_required",
@@ -388,6 +418,15 @@ impl Binding {
                 InvalidRequest => "invalid_params",
                 _ => "internal_error",
             },
+            Kind::Autonym => match kind {
+                InvalidRequest => "invalid_request",
+                NotFound => "not_found",
+                Unauthenticated | Forbidden => "invalid_scope",
+                Conflict | PreconditionFailed => "idempotency_conflict",
+                RateLimited => "rate_limited",
+                Unavailable | Timeout | UpstreamError => "not_ready",
+                BadUpstreamResponse | Internal => "internal_error",
+            },
         }
     }
 
@@ -400,6 +439,8 @@ impl Binding {
             Kind::Ucp => f.code = Some("invalid_params".into()),
             // SEP-1303: input validation errors are tool execution errors.
             Kind::Plain => f.as_tool_error = true,
+            // The Problem Details carry no validation detail (B3.4).
+            Kind::Autonym => f.code = Some("invalid_request".into()),
         }
         f
     }
@@ -464,7 +505,7 @@ impl Binding {
 
     fn render_success(&self, body: Value, ctx: &ToolCtx<'_>) -> Reply {
         let structured = match self.kind {
-            Kind::Plain => match body {
+            Kind::Plain | Kind::Autonym => match body {
                 Value::Object(_) => Some(body),
                 Value::Null => None,
                 other => Some(json!({ "result": other })),
@@ -515,7 +556,7 @@ impl Binding {
             format!("Error: {}", parts.join(" "))
         };
         match self.kind {
-            Kind::Plain => {
+            Kind::Plain | Kind::Autonym => {
                 let text = text_of(&messages);
                 let mut s = body;
                 s.insert("messages".into(), Value::Array(messages));
@@ -545,6 +586,9 @@ impl Binding {
 
     /// Renders a failure (also used for failures raised before any backend call).
     pub fn render_failure(&self, f: Failure, ctx: &ToolCtx<'_>) -> Reply {
+        if self.kind == Kind::Autonym {
+            return render_autonym_failure(&f);
+        }
         if f.as_tool_error || self.kind == Kind::Plain && f.code.is_none() {
             let mut text = f.message.clone();
             if let Some(s) = f.status {
@@ -615,8 +659,66 @@ impl Binding {
                     "continue_url": {"type": "string"}
                 }
             })),
-            Kind::Plain => None,
+            Kind::Plain | Kind::Autonym => None,
         }
+    }
+}
+
+/// The autonym code of a failure: the backend's registered code, the mapping's, or the
+/// default for its kind.
+pub fn autonym_code(f: &Failure) -> autonym::Code {
+    let from_mapping = f.code.as_deref().and_then(autonym::code);
+    autonym::backend_code(f.problem.as_deref())
+        .or(from_mapping)
+        .or_else(|| {
+            f.status
+                .map(autonym::slug_for_status)
+                .and_then(autonym::code)
+        })
+        .or_else(|| {
+            let b = Binding {
+                kind: Kind::Autonym,
+                version: String::new(),
+                capabilities: None,
+                capability: None,
+            };
+            autonym::code(b.default_slug(f.kind))
+        })
+        .unwrap_or(autonym::INTERNAL)
+}
+
+/// B3.4 for `tools/call`: the Problem Details as the only text content of an `isError` result;
+/// `-32603` for internal errors; the HTTP form for the codes the table sends before JSON-RPC.
+fn render_autonym_failure(f: &Failure) -> Reply {
+    let code = autonym_code(f);
+    let problem = autonym::problem(code, f.problem.as_deref(), f.retry_after);
+    match code.form {
+        autonym::Form::Internal | autonym::Form::None => Reply::Error(RpcError {
+            code: -32603,
+            message: autonym::INTERNAL.title.to_string(),
+            data: Some(if code.form == autonym::Form::None {
+                autonym::problem(autonym::INTERNAL, None, None)
+            } else {
+                problem
+            }),
+            http_status: None,
+        }),
+        autonym::Form::Http => Reply::Error(RpcError {
+            code: HTTP_PROBLEM,
+            message: code.title.to_string(),
+            data: Some(match (problem, f.retry_after) {
+                (Value::Object(mut p), Some(r)) => {
+                    p.entry("retry_after").or_insert_with(|| json!(r));
+                    Value::Object(p)
+                }
+                (p, _) => p,
+            }),
+            http_status: Some(code.status),
+        }),
+        autonym::Form::Params => Reply::Result(json!({
+            "content": [{ "type": "text", "text": problem.to_string() }],
+            "isError": true
+        })),
     }
 }
 

@@ -12,6 +12,9 @@ use crate::translate::content::ContentRule;
 use crate::translate::path::PathTemplate;
 use crate::translate::transform::Transform;
 use http::{HeaderName, HeaderValue, Method};
+
+/// Default interval of `notifications/progress` ticks (mapping key `progress_every`).
+pub const DEFAULT_PROGRESS_EVERY: Duration = Duration::from_secs(1);
 use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
@@ -58,6 +61,8 @@ pub struct Business {
     pub file: PathBuf,
     pub binding: Binding,
     pub backend: Backend,
+    /// Values for the discovery profile (`/.well-known/...`).
+    pub discovery: super::mapping::DiscoverySpec,
 }
 
 /// What a status means, compiled.
@@ -97,6 +102,8 @@ pub struct Tool {
     pub capability: Option<String>,
     pub idempotency_required: bool,
     pub timeout: Duration,
+    /// Interval of `notifications/progress` ticks while the backend call runs.
+    pub progress_every: Duration,
     /// USP `x-usp-access` of the method.
     pub access: Option<String>,
     /// Metric handles, resolved on the first call.
@@ -182,6 +189,60 @@ pub struct Gateway {
     pub warnings: Vec<Diagnostic>,
     /// Every local file the configuration was read from (mappings, OpenRPC, schemas), sorted.
     pub sources: Vec<PathBuf>,
+}
+
+/// Checks the `discovery` section: an absolute endpoint URL, a `YYYY-MM-DD` version, public
+/// JWKs only (a private member would publish the key).
+fn check_discovery(
+    file: &Path,
+    text: &str,
+    d: &super::mapping::DiscoverySpec,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let at = |k: &str| locate_yaml(text, &["discovery", k]);
+    if let Some(e) = &d.endpoint
+        && url::Url::parse(e).map_or(true, |u| !matches!(u.scheme(), "http" | "https"))
+    {
+        diags.push(
+            Diagnostic::error(
+                file,
+                format!("discovery.endpoint `{e}` is not an http(s) URL"),
+            )
+            .line(at("endpoint"))
+            .at("discovery.endpoint")
+            .hint("write the public URL of the MCP endpoint, e.g. `https://spa.example.com/mcp`"),
+        );
+    }
+    if let Some(v) = &d.version
+        && !crate::discovery::is_date_version(v)
+    {
+        diags.push(
+            Diagnostic::error(file, format!("discovery.version `{v}` is not YYYY-MM-DD"))
+                .line(at("version"))
+                .at("discovery.version")
+                .hint("profiles carry dated versions, e.g. `2026-08-20`"),
+        );
+    }
+    for (i, k) in d.keys.iter().enumerate() {
+        let problem = match k {
+            Value::Object(o) if !o.contains_key("kid") || !o.contains_key("kty") => {
+                Some("needs `kid` and `kty`".to_string())
+            }
+            Value::Object(o) => crate::discovery::PRIVATE_JWK_MEMBERS
+                .iter()
+                .find(|m| o.contains_key(**m))
+                .map(|m| format!("has the private member `{m}`: publish public keys only")),
+            _ => Some("is not a JWK object".to_string()),
+        };
+        if let Some(p) = problem {
+            diags.push(
+                Diagnostic::error(file, format!("discovery.keys[{i}] {p}"))
+                    .line(at("keys"))
+                    .at(format!("discovery.keys[{i}]"))
+                    .hint("a public JWK, e.g. `{ kid: k1, kty: EC, crv: P-256, x: ..., y: ... }`"),
+            );
+        }
+    }
 }
 
 /// Parses `5s`, `250ms`, `2m`.
@@ -464,7 +525,7 @@ fn compile_file(
             Diagnostic::error(file, format!("unknown binding `{}`", spec.binding))
                 .line(at(&["binding"]))
                 .at("binding")
-                .hint("use one of: usp, ucp, plain"),
+                .hint("use one of: usp, ucp, plain, autonym"),
         );
         return None;
     };
@@ -559,11 +620,13 @@ fn compile_file(
         diags,
     );
     let backend = backend?;
+    check_discovery(file, &text, &spec.discovery, diags);
     let business = Arc::new(Business {
         name: spec.business.clone(),
         file: file.to_path_buf(),
         binding,
         backend,
+        discovery: spec.discovery.clone(),
     });
 
     let mut tools = Vec::new();
@@ -1042,6 +1105,21 @@ fn compile_tool(
             }
         },
     };
+    let progress_every = match &ts.progress_every {
+        None => DEFAULT_PROGRESS_EVERY,
+        Some(s) => match parse_duration(s).filter(|d| !d.is_zero()) {
+            Some(d) => d,
+            None => {
+                diags.push(
+                    Diagnostic::error(file, format!("`{s}` is not a positive duration"))
+                        .line(at("progress_every"))
+                        .at(here("progress_every"))
+                        .hint("write e.g. `1s` or `250ms`"),
+                );
+                DEFAULT_PROGRESS_EVERY
+            }
+        },
+    };
     let idempotency_required = match ts.idempotency.as_deref() {
         Some("required") => true,
         Some("optional") => false,
@@ -1220,6 +1298,7 @@ fn compile_tool(
         capability: ts.capability.clone(),
         idempotency_required,
         timeout,
+        progress_every,
         access: method.access.clone(),
         metrics: Default::default(),
         content,

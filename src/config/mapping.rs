@@ -39,6 +39,27 @@ pub struct MappingFile {
     /// Prompt name -> MiniJinja messages (`prompts/*`, `completion/complete`).
     #[serde(default)]
     pub prompts: IndexMap<String, PromptSpec>,
+    /// What `/.well-known/ucp` or `/.well-known/usp` advertises for this business.
+    #[serde(default)]
+    pub discovery: DiscoverySpec,
+}
+
+/// Discovery-profile values that the protocol binding cannot derive.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiscoverySpec {
+    /// Public URL of the MCP endpoint (default: the URL the client reached, from its `Host`).
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    /// Profile version, `YYYY-MM-DD` (default: `protocol.version`).
+    #[serde(default)]
+    pub version: Option<String>,
+    /// USP: `usp.business` (`name`, `timezone`, `currency`, optional `locations`).
+    #[serde(default)]
+    pub business: Option<serde_json::Value>,
+    /// Public JWKs published as `keys[]` (webhook signature verification).
+    #[serde(default)]
+    pub keys: Vec<serde_json::Value>,
 }
 
 /// Where and how to reach the backend.
@@ -114,6 +135,10 @@ pub struct ToolSpec {
     /// Overrides the backend timeout for this tool.
     #[serde(default)]
     pub timeout: Option<String>,
+    /// How often a caller that sent a `progressToken` hears `notifications/progress` while the
+    /// backend call runs (default `1s`).
+    #[serde(default)]
+    pub progress_every: Option<String>,
     /// Overrides the tool description taken from the OpenRPC.
     #[serde(default)]
     pub description: Option<String>,
@@ -196,6 +221,9 @@ pub struct PromptMessageSpec {
     /// MiniJinja template giving a URI of a mapped resource, read through the backend.
     #[serde(default)]
     pub resource: Option<String>,
+    /// As `resource`, but the contents become a text message (the resource's text as is).
+    #[serde(default)]
+    pub resource_text: Option<String>,
 }
 
 /// What an HTTP status means. Exactly one of `business`, `error`, `tool_error`, `success`.

@@ -44,6 +44,8 @@ pub enum PromptBody {
     Text(TextTemplate),
     /// A URI (rendered from the arguments) of a mapped resource, read through its backend.
     Resource(TextTemplate),
+    /// As `Resource`, sent as a text block holding the resource's text.
+    ResourceText(TextTemplate),
 }
 
 #[derive(Debug)]
@@ -60,6 +62,8 @@ pub struct Prompt {
     pub descriptor: Value,
     pub args: Vec<PromptArg>,
     pub messages: Vec<PromptMessage>,
+    /// Served at 2026-07-28 only (the autonym binding): hidden from 2025-era sessions.
+    pub stateless_only: bool,
 }
 
 fn here(path: &[&str]) -> String {
@@ -202,12 +206,13 @@ pub fn prompts(
                 );
                 continue;
             }
-            let (field, src) = match (&m.text, &m.resource) {
-                (Some(t), None) => ("text", t),
-                (None, Some(r)) => ("resource", r),
+            let (field, src) = match (&m.text, &m.resource, &m.resource_text) {
+                (Some(t), None, None) => ("text", t),
+                (None, Some(r), None) => ("resource", r),
+                (None, None, Some(r)) => ("resource_text", r),
                 _ => {
                     diags.push(
-                        Diagnostic::error(file, "a prompt message needs exactly one of `text` or `resource`")
+                        Diagnostic::error(file, "a prompt message needs exactly one of `text`, `resource` or `resource_text`")
                             .line(line("messages"))
                             .at(at)
                             .hint("`text` is a MiniJinja template; `resource` the URI of a mapped resource"),
@@ -250,10 +255,10 @@ pub fn prompts(
                 );
                 continue;
             }
-            let body = if field == "text" {
-                PromptBody::Text(tpl)
-            } else {
-                PromptBody::Resource(tpl)
+            let body = match field {
+                "text" => PromptBody::Text(tpl),
+                "resource" => PromptBody::Resource(tpl),
+                _ => PromptBody::ResourceText(tpl),
             };
             messages.push(PromptMessage { role, body });
         }
@@ -284,6 +289,7 @@ pub fn prompts(
         }
         out.push(Prompt {
             name: name.clone(),
+            stateless_only: Kind::parse(&spec.binding) == Some(Kind::Autonym),
             descriptor: Value::Object(d),
             args: ps
                 .arguments

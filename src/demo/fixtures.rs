@@ -124,7 +124,17 @@ pub fn route(method: &Method, path: &str) -> Response<Full<Bytes>> {
     }
 }
 
+/// How long `GET /v1/slow` takes: long enough for several progress ticks.
+pub const SLOW: std::time::Duration = std::time::Duration::from_millis(200);
+
 async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+    if req.method() == Method::GET && req.uri().path() == "/v1/slow" {
+        tokio::time::sleep(SLOW).await;
+        return Ok(json_reply(
+            StatusCode::OK,
+            json!({"message": "Slow work finished."}),
+        ));
+    }
     Ok(route(req.method(), req.uri().path()))
 }
 

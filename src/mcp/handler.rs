@@ -10,13 +10,16 @@ const INTERNAL_ERROR: i64 = -32603;
 
 /// Resource not found, 2025 revisions (removed in 2026-07-28 in favour of -32602).
 const RESOURCE_NOT_FOUND: i64 = -32002;
+use super::notify::Notifier;
 use super::{LEGACY_VERSIONS, supported_versions};
-use crate::binding::Reply;
+use crate::binding::{Kind, Reply};
 use crate::config::Gateway;
+use crate::config::compile::Tool;
 use arc_swap::ArcSwap;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Map, Value, json};
+use std::sync::Arc;
 
 /// Which protocol era a request is served under.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,6 +77,13 @@ impl Answer {
     pub fn into_message(self, id: &Value) -> Value {
         match self {
             Answer::Result(r) => super::jsonrpc::result(id, r),
+            // An HTTP-only answer framed as JSON-RPC (an SSE reply already started): -32603.
+            Answer::Error {
+                code: crate::binding::HTTP_PROBLEM,
+                message,
+                data,
+                ..
+            } => super::jsonrpc::error(id, INTERNAL_ERROR, &message, data),
             Answer::Error {
                 code,
                 message,
@@ -132,6 +142,20 @@ fn catalog_error(modern: bool, e: CatalogError) -> Answer {
         CatalogError::ResourceNotFound(uri) => resource_not_found(modern, &uri),
         CatalogError::InvalidParams(m) => Answer::error(INVALID_PARAMS, m),
         CatalogError::Failed(m) => Answer::error(INTERNAL_ERROR, m),
+        CatalogError::Problem {
+            title,
+            problem,
+            internal,
+        } => Answer::Error {
+            code: if internal {
+                INTERNAL_ERROR
+            } else {
+                INVALID_PARAMS
+            },
+            message: title,
+            data: Some(problem),
+            http_status: None,
+        },
     }
 }
 
@@ -196,9 +220,37 @@ fn modern_result(info: &ServerInfo, mut result: Value, cacheable: bool) -> Value
     result
 }
 
+/// autonym resources depend on the caller's grant: their lists are `cacheScope: "private"`.
+fn grant_dependent(gateway: &Gateway, answer: Answer) -> Answer {
+    match answer {
+        Answer::Result(mut r)
+            if r.get("cacheScope").is_some()
+                && gateway
+                    .resources
+                    .iter()
+                    .any(|res| res.business.binding.kind == Kind::Autonym) =>
+        {
+            r["cacheScope"] = json!("private");
+            Answer::Result(r)
+        }
+        other => other,
+    }
+}
+
 /// Handles one request (not `initialize`, which the transport handles because it creates a
 /// session). Unknown methods answer -32601.
 pub async fn handle(core: &Core, era: &Era, method: &str, params: Option<Value>) -> Answer {
+    handle_with(core, era, method, params, &Notifier::none()).await
+}
+
+/// [`handle`], reporting progress and log messages of `tools/call` on `notifier`.
+pub async fn handle_with(
+    core: &Core,
+    era: &Era,
+    method: &str,
+    params: Option<Value>,
+    notifier: &Notifier,
+) -> Answer {
     let modern = matches!(era, Era::Modern(_));
     let finish = |a: Answer, cacheable: bool| match (a, modern) {
         (Answer::Result(r), true) => Answer::Result(modern_result(&core.info, r, cacheable)),
@@ -224,19 +276,23 @@ pub async fn handle(core: &Core, era: &Era, method: &str, params: Option<Value>)
                 Some(_) => None,
             };
             let gateway = core.gateway.load();
-            let Some(offset) = offset.filter(|o| *o <= gateway.tools.len()) else {
+            // autonym tools are 2026-07-28 only: a 2025 session does not see them.
+            let visible = |t: &&Arc<Tool>| modern || t.business.binding.kind != Kind::Autonym;
+            let total = gateway.tools.values().filter(visible).count();
+            let Some(offset) = offset.filter(|o| *o <= total) else {
                 return Answer::error(INVALID_PARAMS, "invalid cursor");
             };
             let page = core.info.page_size.max(1);
             let tools: Vec<Value> = gateway
                 .tools
                 .values()
+                .filter(visible)
                 .skip(offset)
                 .take(page)
                 .map(|t| t.descriptor.clone())
                 .collect();
             let mut r = json!({ "tools": tools });
-            if offset + page < gateway.tools.len()
+            if offset + page < total
                 && let Value::Object(obj) = &mut r
             {
                 obj.insert("nextCursor".into(), json!(encode_cursor(offset + page)));
@@ -255,7 +311,16 @@ pub async fn handle(core: &Core, era: &Era, method: &str, params: Option<Value>)
                 Some(v) => Some(v.clone()),
             };
             let gateway = core.gateway.load_full();
-            match crate::forward::call_tool(&gateway, name, arguments).await {
+            if !modern
+                && gateway
+                    .tools
+                    .get(name)
+                    .is_some_and(|t| t.business.binding.kind == Kind::Autonym)
+            {
+                let e = crate::forward::unknown_tool(name);
+                return Answer::error(e.code, e.message);
+            }
+            match super::notify::observed_call(&gateway, name, arguments, notifier).await {
                 Reply::Result(r) => finish(Answer::Result(r), false),
                 Reply::Error(e) => Answer::Error {
                     code: e.code,
@@ -266,15 +331,21 @@ pub async fn handle(core: &Core, era: &Era, method: &str, params: Option<Value>)
             }
         }
         "resources/list" => {
-            let list = catalog::list_resources(&core.gateway.load());
-            finish(Answer::Result(json!({ "resources": list })), true)
+            let gateway = core.gateway.load();
+            let list = catalog::list_resources(&gateway, !modern);
+            grant_dependent(
+                &gateway,
+                finish(Answer::Result(json!({ "resources": list })), true),
+            )
         }
         "resources/templates/list" => {
-            let list = catalog::list_templates(&core.gateway.load());
-            finish(Answer::Result(json!({ "resourceTemplates": list })), true)
+            let gateway = core.gateway.load();
+            let list = catalog::list_templates(&gateway, !modern);
+            let r = finish(Answer::Result(json!({ "resourceTemplates": list })), true);
+            grant_dependent(&gateway, r)
         }
         "prompts/list" => {
-            let list = catalog::list_prompts(&core.gateway.load());
+            let list = catalog::list_prompts(&core.gateway.load(), !modern);
             finish(Answer::Result(json!({ "prompts": list })), true)
         }
         "resources/read" => {
@@ -282,6 +353,11 @@ pub async fn handle(core: &Core, era: &Era, method: &str, params: Option<Value>)
                 return Answer::error(INVALID_PARAMS, "resources/read needs a string `uri`");
             };
             let gateway = core.gateway.load_full();
+            if !modern
+                && catalog::find(&gateway, uri).is_some_and(|(r, _)| !catalog::legacy_visible(r))
+            {
+                return resource_not_found(false, uri);
+            }
             match catalog::read(&gateway, uri).await {
                 // Backend data: clients must not reuse it (ttlMs 0, private).
                 Ok(contents) => {
@@ -303,7 +379,9 @@ pub async fn handle(core: &Core, era: &Era, method: &str, params: Option<Value>)
             };
             // Accepted for mapped resources; a REST backend announces no changes, so no
             // `notifications/resources/updated` is ever sent.
-            if catalog::find(&core.gateway.load(), uri).is_some() {
+            if catalog::find(&core.gateway.load(), uri)
+                .is_some_and(|(r, _)| catalog::legacy_visible(r))
+            {
                 Answer::Result(json!({}))
             } else {
                 resource_not_found(false, uri)
@@ -315,6 +393,9 @@ pub async fn handle(core: &Core, era: &Era, method: &str, params: Option<Value>)
             };
             let arguments = params.as_ref().and_then(|p| p.get("arguments"));
             let gateway = core.gateway.load_full();
+            if !modern && gateway.prompts.get(name).is_some_and(|p| p.stateless_only) {
+                return Answer::error(INVALID_PARAMS, format!("Unknown prompt: {name}"));
+            }
             match catalog::get_prompt(&gateway, name, arguments).await {
                 Ok(r) => finish(Answer::Result(r), false),
                 Err(e) => catalog_error(modern, e),
@@ -325,16 +406,8 @@ pub async fn handle(core: &Core, era: &Era, method: &str, params: Option<Value>)
             Err(e) => catalog_error(modern, e),
         },
         "logging/setLevel" if !modern => {
-            const LEVELS: &[&str] = &[
-                "debug",
-                "info",
-                "notice",
-                "warning",
-                "error",
-                "critical",
-                "alert",
-                "emergency",
-            ];
+            const LEVELS: [&str; 8] = super::notify::LEVELS;
+            // The transport stores the level on the session once this succeeds.
             match param_str(&params, "level") {
                 Some(l) if LEVELS.contains(&l) => Answer::Result(json!({})),
                 _ => Answer::error(

@@ -7,6 +7,7 @@ use super::jsonrpc::{
     self, HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Message,
     UNSUPPORTED_VERSION,
 };
+use super::notify;
 use super::session::Sessions;
 use super::{LEGACY_VERSIONS, MODERN_VERSIONS};
 use base64::Engine;
@@ -246,6 +247,12 @@ impl Server {
 
     /// Entry point for every HTTP request.
     pub async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Response<Body> {
+        if req.uri().path().starts_with("/.well-known/") {
+            if let Some(r) = self.check_origin(&req) {
+                return r;
+            }
+            return self.well_known(&req);
+        }
         if req.uri().path() != self.opts.path {
             return rpc_error(
                 StatusCode::NOT_FOUND,
@@ -390,6 +397,9 @@ impl Server {
         }
         let max = self.opts.max_body_bytes;
         let too_big = || {
+            if let Some(problem) = autonym_only_problem(&self.core, "payload_too_large") {
+                return problem_response(Some(413), &problem);
+            }
             rpc_error(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 &Value::Null,
@@ -535,6 +545,15 @@ impl Server {
         sse_ok: bool,
         extra: Option<(&'static str, String)>,
     ) -> Response<Body> {
+        if let Answer::Error {
+            code: crate::binding::HTTP_PROBLEM,
+            data: Some(problem),
+            http_status,
+            ..
+        } = &answer
+        {
+            return problem_response(*http_status, problem);
+        }
         let (status, body) = match answer {
             Answer::Result(r) => (StatusCode::OK, jsonrpc::result(id, r)),
             Answer::Error {
@@ -630,10 +649,51 @@ impl Server {
         }
         let _ = headers;
         match msg {
+            Message::Notification { method, params } if method == "notifications/cancelled" => {
+                // A finished or unknown request is ignored: the cancellation raced the answer.
+                if let Some(rid) = params.as_ref().and_then(|p| p.get("requestId")) {
+                    session.calls.cancel(rid);
+                }
+                empty(StatusCode::ACCEPTED)
+            }
             Message::Notification { .. } | Message::Response { .. } => empty(StatusCode::ACCEPTED),
             Message::Request { id, method, params } => {
                 let era = Era::Legacy(session.version.clone());
-                let answer = handler::handle(&self.core, &era, &method, params).await;
+                if method == "tools/call" {
+                    let level = session.calls.level();
+                    let token = notify::progress_token(params.as_ref());
+                    let (reg, cancel) = match session.calls.register(&id, token.as_ref()) {
+                        Ok(r) => r,
+                        Err(e) => {
+                            let answer = Answer::Error {
+                                code: INVALID_PARAMS,
+                                message: e.to_string(),
+                                data: None,
+                                http_status: None,
+                            };
+                            return self.reply(&id, answer, json_ok, sse_ok, None);
+                        }
+                    };
+                    let call = CallReport {
+                        token,
+                        level,
+                        cancel: Some((reg, cancel)),
+                    };
+                    return self
+                        .observed_call(id, era, params, call, json_ok, sse_ok)
+                        .await;
+                }
+                let answer = handler::handle(&self.core, &era, &method, params.clone()).await;
+                if method == "logging/setLevel"
+                    && matches!(answer, Answer::Result(_))
+                    && let Some(l) = params
+                        .as_ref()
+                        .and_then(|p| p.get("level"))
+                        .and_then(Value::as_str)
+                        .and_then(notify::Level::parse)
+                {
+                    session.calls.set_level(l);
+                }
                 self.reply(&id, answer, json_ok, sse_ok, None)
             }
         }
@@ -768,6 +828,19 @@ impl Server {
             );
         }
         let era = Era::Modern(version.to_string());
+        let token = notify::progress_token(params.as_ref());
+        let level = notify::request_level(params.as_ref());
+        if method == "tools/call" && sse_ok && (token.is_some() || level.is_some()) {
+            // Closing this response stream drops the call, which cancels the backend request.
+            let call = CallReport {
+                token,
+                level,
+                cancel: None,
+            };
+            return self
+                .observed_call(id, era, params, call, json_ok, sse_ok)
+                .await;
+        }
         let answer = handler::handle(&self.core, &era, &method, params).await;
         if let Answer::Error {
             code: METHOD_NOT_FOUND,
@@ -785,6 +858,171 @@ impl Server {
             );
         }
         self.reply(&id, answer, json_ok, sse_ok, None)
+    }
+}
+
+impl Server {
+    /// `GET /.well-known/{ucp,usp}[/{business}]`: the discovery profile (`crate::discovery`).
+    fn well_known(&self, req: &Request<Incoming>) -> Response<Body> {
+        if !matches!(*req.method(), Method::GET | Method::HEAD) {
+            let mut r = empty(StatusCode::METHOD_NOT_ALLOWED);
+            r.headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+            return r;
+        }
+        // The Host passed `check_origin`, so it names this gateway.
+        let host = req
+            .headers()
+            .get(header::HOST)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("localhost");
+        let mcp_url = format!("http://{host}{}", self.opts.path);
+        let gateway = self.core.gateway.load();
+        match crate::discovery::serve(&gateway, req.uri().path(), &mcp_url) {
+            crate::discovery::Served::Profile(doc) => {
+                let mut r = json_response(StatusCode::OK, &doc);
+                r.headers_mut().insert(
+                    header::CACHE_CONTROL,
+                    HeaderValue::from_static("public, max-age=300"),
+                );
+                r
+            }
+            crate::discovery::Served::NotFound(why) => {
+                json_response(StatusCode::NOT_FOUND, &json!({ "error": why }))
+            }
+            crate::discovery::Served::NotDiscovery => {
+                json_response(StatusCode::NOT_FOUND, &json!({ "error": "not found" }))
+            }
+        }
+    }
+}
+
+/// For a gateway whose businesses are all autonym, the Problem Details of a registered code
+/// answered before any JSON-RPC processing (B3.4's HTTP form); `None` otherwise.
+fn autonym_only_problem(core: &Core, slug: &str) -> Option<Value> {
+    use crate::binding::{Kind, autonym};
+    let g = core.gateway.load();
+    let all =
+        !g.businesses.is_empty() && g.businesses.iter().all(|b| b.binding.kind == Kind::Autonym);
+    all.then(|| autonym::code(slug))
+        .flatten()
+        .map(|c| autonym::problem(c, None, None))
+}
+
+/// An HTTP answer whose body is a Problem Details object (autonym's pre-JSON-RPC forms): 401
+/// carries a Bearer challenge naming the code, 429 and 503 `Retry-After` when known.
+fn problem_response(status: Option<u16>, problem: &Value) -> Response<Body> {
+    let status = status
+        .and_then(|s| StatusCode::from_u16(s).ok())
+        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut r = json_response(status, problem);
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/problem+json"),
+    );
+    if status == StatusCode::UNAUTHORIZED {
+        let code = problem
+            .get("code")
+            .and_then(Value::as_str)
+            .filter(|c| c.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+            .unwrap_or("invalid_token");
+        if let Ok(v) =
+            HeaderValue::from_str(&format!("DPoP error=\"{code}\", Bearer error=\"{code}\""))
+        {
+            h.insert(header::WWW_AUTHENTICATE, v);
+        }
+    }
+    if let Some(secs) = problem.get("retry_after").and_then(Value::as_u64) {
+        h.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    r
+}
+
+/// What a `tools/call` reports while it runs, and how it can be cancelled (2025 sessions).
+struct CallReport {
+    token: Option<Value>,
+    level: Option<notify::Level>,
+    cancel: Option<(notify::Registration, tokio::sync::oneshot::Receiver<()>)>,
+}
+
+/// JSON-RPC code for a request answered after `notifications/cancelled` (JSON replies only:
+/// an SSE reply just ends without a response).
+const REQUEST_CANCELLED: i64 = -32800;
+
+impl Server {
+    /// Runs a `tools/call` with progress and log notifications. With an SSE-accepting client
+    /// and something to report, the reply is an SSE stream (notifications, then the response);
+    /// otherwise plain JSON. The call runs inside the response body: dropping the body drops
+    /// the call and its backend request.
+    async fn observed_call(
+        &self,
+        id: Value,
+        era: Era,
+        params: Option<Value>,
+        report: CallReport,
+        json_ok: bool,
+        sse_ok: bool,
+    ) -> Response<Body> {
+        let stream = sse_ok && (report.token.is_some() || report.level.is_some());
+        let (tx, mut rx) = mpsc::unbounded_channel::<Value>();
+        let notifier = if stream {
+            notify::Notifier::new(tx, report.token, report.level)
+        } else {
+            notify::Notifier::none()
+        };
+        let core = self.core.clone();
+        let work = async move {
+            let call = handler::handle_with(&core, &era, "tools/call", params, &notifier);
+            let answer = match report.cancel {
+                Some((_registration, cancel)) => tokio::select! {
+                    a = call => Some(a),
+                    _ = cancel => None,
+                },
+                None => Some(call.await),
+            };
+            drop(notifier);
+            answer
+        };
+        if !stream {
+            // Same framing (and binding HTTP status) as every other answer.
+            let answer = work.await.unwrap_or_else(|| Answer::Error {
+                code: REQUEST_CANCELLED,
+                message: "Request cancelled".into(),
+                data: None,
+                http_status: None,
+            });
+            return self.reply(&id, answer, json_ok, sse_ok, None);
+        }
+        // Headers are sent before the answer exists: a binding's HTTP status cannot apply.
+        let work = async move { work.await.map(|a| a.into_message(&id)) };
+        let mut work = Some(Box::pin(work));
+        let mut last: Option<Value> = None;
+        let frames = futures_util::stream::poll_fn(move |cx| {
+            use std::task::Poll;
+            if let Poll::Ready(Some(n)) = rx.poll_recv(cx) {
+                return Poll::Ready(Some(Ok::<_, Infallible>(Frame::data(sse_frame(&n)))));
+            }
+            if let Some(w) = work.as_mut() {
+                match w.as_mut().poll(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(answer) => {
+                        work = None;
+                        last = answer;
+                        // Notifications queued before the answer go first.
+                        if let Poll::Ready(Some(n)) = rx.poll_recv(cx) {
+                            return Poll::Ready(Some(Ok(Frame::data(sse_frame(&n)))));
+                        }
+                    }
+                }
+            } else if let Poll::Ready(Some(n)) = rx.poll_recv(cx) {
+                return Poll::Ready(Some(Ok(Frame::data(sse_frame(&n)))));
+            }
+            Poll::Ready(last.take().map(|v| Ok(Frame::data(sse_frame(&v)))))
+        });
+        let mut r = Response::new(BodyExt::boxed(StreamBody::new(frames)));
+        sse_headers(&mut r);
+        r
     }
 }
 

@@ -4,6 +4,7 @@
 pub mod handler;
 pub mod http;
 pub mod jsonrpc;
+pub mod notify;
 pub mod session;
 pub mod stdio;
 

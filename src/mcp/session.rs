@@ -15,6 +15,8 @@ pub struct Session {
     pub version: String,
     /// Sender of the open GET SSE stream, when one is open.
     stream: Mutex<Option<mpsc::Sender<Bytes>>>,
+    /// Log level, calls in flight and their progress tokens.
+    pub calls: Arc<super::notify::Calls>,
 }
 
 impl Session {
@@ -66,6 +68,7 @@ impl Sessions {
             id: id.clone(),
             version: version.to_string(),
             stream: Mutex::new(None),
+            calls: Arc::default(),
         });
         self.cache.insert(id, s.clone());
         s

@@ -4,15 +4,21 @@
 use super::MODERN_VERSIONS;
 use super::handler::{self, Core, Era};
 use super::jsonrpc::{self, INVALID_PARAMS, INVALID_REQUEST, Message, UNSUPPORTED_VERSION};
+use super::notify::{self, Calls, Notifier};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
 
 /// Largest accepted line (one message), in bytes.
 pub const MAX_LINE: usize = 1 << 20;
 
 /// Serves one client until stdin closes. A 2025 session starts with `initialize`; a request
 /// carrying `_meta["io.modelcontextprotocol/protocolVersion"]` is served statelessly.
+/// `tools/call` runs concurrently with reading: its progress and log notifications go out as
+/// they happen, `notifications/cancelled` drops it (no response then), and answers may arrive
+/// out of request order. At end of input the calls in flight finish first.
 pub async fn serve<R, W>(
     core: Arc<Core>,
     input: R,
@@ -23,16 +29,37 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
+    let (out, mut queue) = mpsc::unbounded_channel::<Value>();
+    let reader = read_loop(core, input, out, max_depth);
+    let writer = async {
+        while let Some(msg) = queue.recv().await {
+            write(&mut output, &msg).await?;
+        }
+        Ok::<_, std::io::Error>(())
+    };
+    tokio::try_join!(reader, writer).map(|_| ())
+}
+
+async fn read_loop<R: AsyncRead + Unpin>(
+    core: Arc<Core>,
+    input: R,
+    out: mpsc::UnboundedSender<Value>,
+    max_depth: usize,
+) -> std::io::Result<()> {
     let mut lines = BufReader::new(input);
     let mut negotiated: Option<String> = None;
+    let calls = Arc::new(Calls::default());
+    let mut running = JoinSet::new();
     let mut buf = Vec::new();
     loop {
+        while running.try_join_next().is_some() {}
         buf.clear();
         let n = (&mut lines)
             .take(MAX_LINE as u64 + 1)
             .read_until(b'\n', &mut buf)
             .await?;
         if n == 0 {
+            while running.join_next().await.is_some() {}
             return Ok(());
         }
         if buf.len() > MAX_LINE {
@@ -41,94 +68,141 @@ where
                 let mut rest = Vec::new();
                 lines.read_until(b'\n', &mut rest).await?;
             }
-            write(
-                &mut output,
-                &jsonrpc::error(
-                    &Value::Null,
-                    INVALID_REQUEST,
-                    &format!("message exceeds {MAX_LINE} bytes"),
-                    None,
-                ),
-            )
-            .await?;
+            let _ = out.send(jsonrpc::error(
+                &Value::Null,
+                INVALID_REQUEST,
+                &format!("message exceeds {MAX_LINE} bytes"),
+                None,
+            ));
             continue;
         }
         let line = buf.trim_ascii();
         if line.is_empty() {
             continue;
         }
-        let reply = match jsonrpc::parse(line, max_depth) {
-            Err(rej) => Some(jsonrpc::error(&rej.id, rej.code, &rej.message, None)),
-            Ok(Message::Notification { .. } | Message::Response { .. }) => None,
-            Ok(Message::Request { id, method, params }) => {
-                Some(answer(&core, &mut negotiated, id, &method, params).await)
+        match jsonrpc::parse(line, max_depth) {
+            Err(rej) => {
+                let _ = out.send(jsonrpc::error(&rej.id, rej.code, &rej.message, None));
             }
-        };
-        if let Some(r) = reply {
-            write(&mut output, &r).await?;
+            Ok(Message::Notification { method, params }) => {
+                // A finished or unknown request is ignored: the cancellation raced the answer.
+                if method == "notifications/cancelled"
+                    && let Some(rid) = params.as_ref().and_then(|p| p.get("requestId"))
+                {
+                    calls.cancel(rid);
+                }
+            }
+            Ok(Message::Response { .. }) => {}
+            Ok(Message::Request { id, method, params }) => {
+                let era = match era_for(&core, &mut negotiated, &id, &method, params.as_ref()) {
+                    Ok(era) => era,
+                    Err(reply) => {
+                        let _ = out.send(reply);
+                        continue;
+                    }
+                };
+                if method == "tools/call" {
+                    let level = match &era {
+                        Era::Legacy(_) => calls.level(),
+                        Era::Modern(_) => notify::request_level(params.as_ref()),
+                    };
+                    let token = notify::progress_token(params.as_ref());
+                    let (registration, cancel) = match calls.register(&id, token.as_ref()) {
+                        Ok(r) => r,
+                        Err(e) => {
+                            let _ =
+                                out.send(jsonrpc::error(&id, INVALID_PARAMS, &e.to_string(), None));
+                            continue;
+                        }
+                    };
+                    let notifier = Notifier::new(out.clone(), token, level);
+                    let (core, out) = (core.clone(), out.clone());
+                    running.spawn(async move {
+                        let _registration = registration;
+                        let call =
+                            handler::handle_with(&core, &era, "tools/call", params, &notifier);
+                        tokio::select! {
+                            a = call => {
+                                let _ = out.send(a.into_message(&id));
+                            }
+                            _ = cancel => {}
+                        }
+                    });
+                    continue;
+                }
+                let answer = handler::handle(&core, &era, &method, params.clone()).await;
+                if method == "logging/setLevel"
+                    && matches!(answer, handler::Answer::Result(_))
+                    && let Some(l) = params
+                        .as_ref()
+                        .and_then(|p| p.get("level"))
+                        .and_then(Value::as_str)
+                        .and_then(notify::Level::parse)
+                {
+                    calls.set_level(l);
+                }
+                let _ = out.send(answer.into_message(&id));
+            }
         }
     }
 }
 
-async fn answer(
+/// The era a request is served under, or the immediate reply (the `initialize` result, or an
+/// error) when there is nothing more to do.
+fn era_for(
     core: &Core,
     negotiated: &mut Option<String>,
-    id: Value,
+    id: &Value,
     method: &str,
-    params: Option<Value>,
-) -> Value {
+    params: Option<&Value>,
+) -> Result<Era, Value> {
     let meta_version = params
-        .as_ref()
         .and_then(|p| p.pointer("/_meta/io.modelcontextprotocol~1protocolVersion"))
         .and_then(Value::as_str)
         .map(str::to_string);
-    let era = match (meta_version, method) {
+    match (meta_version, method) {
         (Some(v), _) => {
             if !MODERN_VERSIONS.contains(&v.as_str()) {
-                return jsonrpc::error(
-                    &id,
+                return Err(jsonrpc::error(
+                    id,
                     UNSUPPORTED_VERSION,
                     &format!("Unsupported protocol version: {v}"),
                     Some(json!({ "supported": MODERN_VERSIONS, "requested": v })),
-                );
+                ));
             }
             let caps = params
-                .as_ref()
                 .and_then(|p| p.pointer("/_meta/io.modelcontextprotocol~1clientCapabilities"));
             if !caps.is_some_and(Value::is_object) {
-                return jsonrpc::error(
-                    &id,
+                return Err(jsonrpc::error(
+                    id,
                     INVALID_PARAMS,
                     "params._meta[\"io.modelcontextprotocol/clientCapabilities\"] is required",
                     None,
-                );
+                ));
             }
-            Era::Modern(v)
+            Ok(Era::Modern(v))
         }
         (None, "initialize") => {
             let requested = params
-                .as_ref()
                 .and_then(|p| p.get("protocolVersion"))
                 .and_then(Value::as_str);
             let version = handler::negotiate(requested);
             *negotiated = Some(version.to_string());
-            return jsonrpc::result(&id, handler::initialize_result(&core.info, version));
+            Err(jsonrpc::result(
+                id,
+                handler::initialize_result(&core.info, version),
+            ))
         }
         (None, _) => match negotiated {
-            Some(v) => Era::Legacy(v.clone()),
-            None => {
-                return jsonrpc::error(
-                    &id,
-                    INVALID_REQUEST,
-                    "send initialize first (or per-request _meta for 2026-07-28)",
-                    None,
-                );
-            }
+            Some(v) => Ok(Era::Legacy(v.clone())),
+            None => Err(jsonrpc::error(
+                id,
+                INVALID_REQUEST,
+                "send initialize first (or per-request _meta for 2026-07-28)",
+                None,
+            )),
         },
-    };
-    handler::handle(core, &era, method, params)
-        .await
-        .into_message(&id)
+    }
 }
 
 async fn write<W: AsyncWrite + Unpin>(out: &mut W, msg: &Value) -> std::io::Result<()> {
@@ -186,7 +260,9 @@ mod tests {
         let input = format!(
             "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\",\"params\":{{{meta}}}}}\n{{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{{\"name\":\"nope\",{meta}}}}}\n{{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\",\"params\":{{{meta}}}}}\n{{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/list\",\"params\":{{\"_meta\":{{\"io.modelcontextprotocol/protocolVersion\":\"1900-01-01\"}}}}}}\n"
         );
-        let out = run(&input).await;
+        let mut out = run(&input).await;
+        // tools/call runs concurrently: answers may come out of request order.
+        out.sort_by_key(|m| m["id"].as_i64());
         assert_eq!(out[0]["result"]["resultType"], "complete");
         assert_eq!(out[1]["error"]["code"], -32602);
         assert_eq!(

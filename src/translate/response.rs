@@ -18,6 +18,25 @@ pub struct RestResponse {
     pub body: Bytes,
 }
 
+/// The failure of a non-2xx answer read outside a tool (a resource): its status, its Problem
+/// Details body when it is one, its `Retry-After`.
+pub fn failure_of(resp: &RestResponse) -> Failure {
+    let problem = is_problem(&resp.headers)
+        .then(|| serde_json::from_slice::<Value>(&resp.body).ok())
+        .flatten()
+        .filter(Value::is_object)
+        .map(Box::new);
+    Failure {
+        status: Some(resp.status),
+        problem,
+        retry_after: retry_after(&resp.headers),
+        ..Failure::new(
+            kind_for(resp.status),
+            format!("the backend answered HTTP {}", resp.status),
+        )
+    }
+}
+
 fn kind_for(status: u16) -> FailureKind {
     match status {
         400 | 405..=408 | 410..=411 | 413..=418 | 422 => FailureKind::InvalidRequest,

@@ -87,10 +87,61 @@ async fn handle(seen: Arc<Seen>, req: Request<Incoming>) -> Response<Full<Bytes>
         seen.completed.fetch_add(1, Ordering::SeqCst);
         return respond(200, "application/json", r#"{"slept":true}"#);
     }
+    if let Some(what) = rest.strip_prefix("/autonym/") {
+        return autonym(what);
+    }
     if rest == "/text" {
         return respond(200, "text/plain", "hello, not json");
     }
     respond(404, "application/json", r#"{"error":"NO_ROUTE"}"#)
+}
+
+/// A small autonym REST surface: signed disclosures, and registered Problem Details failures.
+fn autonym(what: &str) -> Response<Full<Bytes>> {
+    let problem = |status: u16, code: &str, title: &str| {
+        respond(
+            status,
+            "application/problem+json",
+            json!({"type": format!("https://autonym.example/problems/{code}"), "title": title,
+                   "status": status, "code": code})
+            .to_string(),
+        )
+    };
+    match what {
+        "briefing" => respond(
+            200,
+            "application/json",
+            r#"{"briefing":"prefers mornings","signature":"sig-briefing"}"#,
+        ),
+        "context/health" => problem(403, "domain_not_granted", "Domain not granted"),
+        "context/gone" => respond(404, "application/json", r#"{"detail":"no such domain"}"#),
+        "context/boom" => respond(500, "text/plain", "stack trace with secrets"),
+        "context/busy" => {
+            let mut r = problem(429, "rate_limited", "Rate limited");
+            r.headers_mut().insert("retry-after", "7".parse().unwrap());
+            r
+        }
+        _ => match what.strip_prefix("context/") {
+            Some(d) => respond(
+                200,
+                "application/json",
+                json!({"domain": d, "signature": format!("sig-{d}")}).to_string(),
+            ),
+            None => respond(404, "application/json", r#"{"error":"NO_ROUTE"}"#),
+        },
+    }
+}
+
+/// Waits (bounded) until the backend saw a `/slow` handler dropped; returns how many were.
+pub async fn wait_abandoned(seen: &Seen) -> usize {
+    for _ in 0..40 {
+        let n = seen.abandoned.load(Ordering::SeqCst);
+        if n > 0 {
+            return n;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    seen.abandoned.load(Ordering::SeqCst)
 }
 
 /// Starts the scriptable backend on a free loopback port.
@@ -142,6 +193,18 @@ pub fn fixture_with_backend(folder: &str, backend: &str) -> PathBuf {
         std::fs::write(dst.join(p.file_name().unwrap()), text).unwrap();
     }
     dst
+}
+
+/// The scriptable backend plus portico on `tests/fixtures/gateway/{binding}.yaml` pointed at it:
+/// (gateway, what the backend saw, a client, the MCP URL).
+pub async fn gateway_on_test_backend(
+    binding: &str,
+) -> (portico::app::Running, Arc<Seen>, reqwest::Client, String) {
+    let (backend, seen) = test_backend().await;
+    let dir = fixture_with_backend("gateway", &backend.to_string());
+    let g = gateway(&[dir.join(format!("{binding}.yaml"))]).await;
+    let url = g.mcp_url();
+    (g, seen, reqwest::Client::new(), url)
 }
 
 /// Starts portico on the given mapping files.
