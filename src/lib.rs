@@ -24,3 +24,4 @@ pub mod model;
 pub mod ops;
 pub mod translate;
 pub mod upstream;
+pub mod webhook;
