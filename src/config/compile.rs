@@ -55,6 +55,8 @@ pub struct Business {
     pub file: PathBuf,
     pub binding: Binding,
     pub backend: Backend,
+    /// Incoming webhook settings, when the mapping declares `webhooks`.
+    pub webhooks: Option<Arc<crate::webhook::config::WebhookConfig>>,
 }
 
 /// What a status means, compiled.
@@ -196,7 +198,7 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
 }
 
 /// Replaces `${NAME}` with the environment variable; names the missing ones.
-fn substitute_env(s: &str) -> Result<String, String> {
+pub(crate) fn substitute_env(s: &str) -> Result<String, String> {
     let mut out = String::new();
     let mut rest = s;
     while let Some(i) = rest.find("${") {
@@ -555,12 +557,26 @@ fn compile_file(
         spec.definitions.as_deref(),
         diags,
     );
+    let webhooks = spec.webhooks.as_ref().and_then(|w| {
+        crate::webhook::config::compile(
+            w,
+            &spec.business,
+            kind,
+            file,
+            &text,
+            spec.definitions.as_deref(),
+        )
+        .map_err(|ds| diags.extend(ds))
+        .ok()
+        .map(Arc::new)
+    });
     let backend = backend?;
     let business = Arc::new(Business {
         name: spec.business.clone(),
         file: file.to_path_buf(),
         binding,
         backend,
+        webhooks,
     });
 
     let mut tools = Vec::new();

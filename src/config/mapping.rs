@@ -39,6 +39,53 @@ pub struct MappingFile {
     /// Prompt name -> MiniJinja messages (`prompts/*`, `completion/complete`).
     #[serde(default)]
     pub prompts: IndexMap<String, PromptSpec>,
+    /// Incoming webhooks from this business (`POST /webhooks/{business}`), see docs/mapping.md.
+    #[serde(default)]
+    pub webhooks: Option<WebhookSpec>,
+}
+
+/// How the business's webhooks are verified, deduplicated and turned into protocol events.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookSpec {
+    /// JWKS file with the sender's public keys (relative to this file).
+    #[serde(default)]
+    pub jwks: Option<String>,
+    /// Accepted RFC 9421 algorithms; default both `ecdsa-p256-sha256` and `ed25519`.
+    #[serde(default)]
+    pub algorithms: Vec<String>,
+    /// Largest distance between the signature's `created` and now; default 300s.
+    #[serde(default)]
+    pub max_age: Option<String>,
+    /// Legacy HMAC-SHA256 header scheme for senders that cannot do RFC 9421.
+    #[serde(default)]
+    pub hmac: Option<HmacSpec>,
+    /// jq program: legacy payload -> protocol event; default: the payload as is.
+    #[serde(default)]
+    pub transform: Option<String>,
+    /// JSON pointer to the event id in the event; default `/event_id`.
+    #[serde(default)]
+    pub event_id: Option<String>,
+    /// JSON pointer to the booking id in the event; default `/booking_id`.
+    #[serde(default)]
+    pub resource_id: Option<String>,
+    /// Resource URI per booking, `{id}` replaced; default `usp://bookings/{id}` (usp).
+    #[serde(default)]
+    pub resource_uri: Option<String>,
+    /// JSON-RPC notification method; default `usp_webhook` (usp), else `notifications/webhook`.
+    #[serde(default)]
+    pub method: Option<String>,
+}
+
+/// The legacy HMAC scheme: `<header>: t=<unix>,v1=<hex HMAC-SHA256 of "t.body">`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HmacSpec {
+    /// Shared secret; use `${ENV_VAR}`.
+    pub secret: String,
+    /// Header name; default `X-Webhook-Signature`.
+    #[serde(default)]
+    pub header: Option<String>,
 }
 
 /// Where and how to reach the backend.

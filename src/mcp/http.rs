@@ -66,6 +66,8 @@ pub struct Server {
     pub sessions: Sessions,
     /// Turns true when shutdown starts; SSE streams end on it.
     pub closing: tokio::sync::watch::Sender<bool>,
+    /// Webhook ingress and fan-out (`POST /webhooks/{business}`, GET stream notifications).
+    pub webhooks: Arc<crate::webhook::ingress::Ingress>,
 }
 
 impl Server {
@@ -76,6 +78,10 @@ impl Server {
             opts,
             sessions,
             closing: tokio::sync::watch::Sender::new(false),
+            webhooks: Arc::new(crate::webhook::ingress::Ingress::new(
+                crate::webhook::hub::Hub::new(Default::default()),
+                Arc::new(crate::webhook::dedupe::MemoryDedupe::default()),
+            )),
         })
     }
 }
@@ -237,6 +243,15 @@ impl Server {
 
     /// Entry point for every HTTP request.
     pub async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Response<Body> {
+        // Webhooks come from other hosts: the signature, not Host/Origin, vouches for them.
+        if let Some(business) = req.uri().path().strip_prefix("/webhooks/") {
+            let business = business.to_string();
+            let gateway = self.core.gateway.load_full();
+            let max = self.opts.max_body_bytes;
+            let r = crate::webhook::edge::receive(&self.webhooks, &gateway, &business, req, max);
+            let reply = r.await;
+            return json_response(reply.status, &reply.body);
+        }
         if req.uri().path() != self.opts.path {
             return rpc_error(
                 StatusCode::NOT_FOUND,
@@ -308,12 +323,19 @@ impl Server {
         };
         let (tx, rx) = mpsc::channel::<Bytes>(256);
         session.attach_stream(tx);
+        let last_event_id = req
+            .headers()
+            .get("last-event-id")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        let filter = crate::webhook::hub::Filter::from_query(req.uri().query());
+        let events = self.webhooks.hub.listen(&sid, filter, last_event_id);
         let keep_alive = self.opts.keep_alive;
         let ticks = tokio_stream_interval(keep_alive);
         let open = crate::ops::metrics::SseClient::open();
         let mut closing = self.closing.subscribe();
         let frames = futures_util::stream::select(
-            tokio_stream_receiver(rx),
+            futures_util::stream::select(tokio_stream_receiver(rx), events),
             ticks.map(|_| Bytes::from_static(b": keep-alive\n\n")),
         )
         .take_until(async move {
@@ -336,6 +358,7 @@ impl Server {
             return r;
         };
         if self.sessions.remove(&sid) {
+            self.webhooks.hub.end_session(&sid);
             empty(StatusCode::OK)
         } else {
             rpc_error(
@@ -623,6 +646,17 @@ impl Server {
         match msg {
             Message::Notification { .. } | Message::Response { .. } => empty(StatusCode::ACCEPTED),
             Message::Request { id, method, params } => {
+                if method.starts_with("resources/")
+                    && let Some(answer) = crate::webhook::edge::intercept(
+                        &self.webhooks,
+                        &self.core.gateway.load(),
+                        &session.id,
+                        &method,
+                        params.as_ref(),
+                    )
+                {
+                    return self.reply(&id, answer, json_ok, sse_ok, None);
+                }
                 let era = Era::Legacy(session.version.clone());
                 let answer = handler::handle(&self.core, &era, &method, params).await;
                 self.reply(&id, answer, json_ok, sse_ok, None)

@@ -1,0 +1,103 @@
+//! The webhook pieces the MCP HTTP edge calls: reading a `POST /webhooks/{business}` request,
+//! and answering `resources/read|subscribe|unsubscribe` for booking resources fed by webhooks.
+//! It holds no state of its own and never interprets tools.
+
+use super::ingress::{Ingress, Reply};
+use super::sig::RequestParts;
+use crate::config::Gateway;
+use crate::mcp::handler::Answer;
+use http::{Method, Request, StatusCode, header};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use serde_json::{Value, json};
+
+/// Reads the request (raw bytes, at most `max_body`) and hands it to the ingress.
+pub async fn receive(
+    ingress: &Ingress,
+    gateway: &Gateway,
+    business: &str,
+    req: Request<Incoming>,
+    max_body: usize,
+) -> Reply {
+    let refuse = |status: StatusCode, detail: &str| Reply {
+        status,
+        body: json!({"title": "webhook refused", "status": status.as_u16(), "detail": detail}),
+    };
+    if req.method() != Method::POST {
+        return refuse(StatusCode::METHOD_NOT_ALLOWED, "webhooks are POSTed");
+    }
+    if business.is_empty() || business.contains('/') {
+        return refuse(StatusCode::NOT_FOUND, "use POST /webhooks/{business}");
+    }
+    let (parts, body) = req.into_parts();
+    let bytes = match Limited::new(body, max_body).collect().await {
+        Ok(c) => c.to_bytes(),
+        Err(_) => {
+            return refuse(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body too large or unreadable",
+            );
+        }
+    };
+    let authority = parts
+        .headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .or_else(|| parts.uri.authority().map(|a| a.to_string()))
+        .unwrap_or_default();
+    let rp = RequestParts {
+        method: parts.method.as_str(),
+        authority: &authority,
+        path: parts.uri.path(),
+        query: parts.uri.query(),
+        headers: &parts.headers,
+    };
+    ingress.receive(gateway, business, &rp, &bytes)
+}
+
+/// True when `uri` is a booking resource some business's webhooks feed.
+fn is_webhook_resource(gateway: &Gateway, uri: &str) -> bool {
+    gateway
+        .businesses
+        .iter()
+        .filter_map(|b| b.webhooks.as_ref())
+        .any(|w| uri.starts_with(w.uri_prefix()))
+}
+
+/// Answers booking-resource requests of a 2025-era session; `None` leaves the request to the
+/// MCP handler (mapped resources, or not found).
+pub fn intercept(
+    ingress: &Ingress,
+    gateway: &Gateway,
+    session: &str,
+    method: &str,
+    params: Option<&Value>,
+) -> Option<Answer> {
+    if !matches!(
+        method,
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe"
+    ) {
+        return None;
+    }
+    let uri = params?.get("uri")?.as_str()?;
+    if !is_webhook_resource(gateway, uri) {
+        return None;
+    }
+    match method {
+        "resources/read" => {
+            let latest = ingress.hub.latest(uri)?;
+            Some(Answer::Result(json!({"contents": [{
+                "uri": uri,
+                "mimeType": "application/json",
+                "text": latest.to_string(),
+            }]})))
+        }
+        _ => {
+            ingress
+                .hub
+                .set_subscription(session, uri, method == "resources/subscribe");
+            Some(Answer::Result(json!({})))
+        }
+    }
+}

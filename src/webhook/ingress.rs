@@ -1,0 +1,214 @@
+//! `POST /webhooks/{business}`: reads the raw body, verifies `Content-Digest` first, then the
+//! RFC 9421 signature (or the legacy HMAC header), refuses replayed signatures, transforms the
+//! payload into the protocol event, deduplicates by event id and queues it on the hub. It answers
+//! 2xx only after the event is queued, and it never queues anything that failed a check.
+
+use super::config::WebhookConfig;
+use super::dedupe::Dedupe;
+use super::hub::Hub;
+use super::sig::{self, Policy, RequestParts, SigError};
+use crate::config::Gateway;
+use crate::translate::transform::Vars3;
+use http::StatusCode;
+use moka::sync::Cache;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// What the sender is told.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub body: Value,
+}
+
+/// Why a webhook is refused (besides signature and digest problems).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error(transparent)]
+    Signature(#[from] SigError),
+    #[error("this signature was already used")]
+    Replayed,
+    #[error("the payload is not JSON: {0}")]
+    NotJson(String),
+    #[error("the payload cannot be turned into an event: {0}")]
+    BadEvent(String),
+    #[error("no webhooks are configured for business `{0}`")]
+    UnknownBusiness(String),
+}
+
+impl Refusal {
+    fn status(&self) -> StatusCode {
+        match self {
+            Refusal::Signature(
+                SigError::DigestMissing | SigError::DigestMalformed(_) | SigError::DigestMismatch,
+            ) => StatusCode::BAD_REQUEST,
+            Refusal::Signature(SigError::Key(_)) => StatusCode::INTERNAL_SERVER_ERROR,
+            Refusal::Signature(_) | Refusal::Replayed => StatusCode::UNAUTHORIZED,
+            Refusal::NotJson(_) => StatusCode::BAD_REQUEST,
+            Refusal::BadEvent(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Refusal::UnknownBusiness(_) => StatusCode::NOT_FOUND,
+        }
+    }
+
+    /// Short slug for metrics and the problem `type`.
+    pub fn slug(&self) -> &'static str {
+        match self {
+            Refusal::Signature(e) => e.slug(),
+            Refusal::Replayed => "replayed",
+            Refusal::NotJson(_) => "payload_malformed",
+            Refusal::BadEvent(_) => "event_invalid",
+            Refusal::UnknownBusiness(_) => "unknown_business",
+        }
+    }
+
+    fn reply(&self) -> Reply {
+        let status = self.status();
+        Reply {
+            status,
+            body: json!({
+                "type": format!("urn:portico:webhook:{}", self.slug()),
+                "title": "webhook refused",
+                "status": status.as_u16(),
+                "detail": self.to_string(),
+            }),
+        }
+    }
+}
+
+/// The webhook receiver: hub, dedupe store and the seen-signature cache.
+pub struct Ingress {
+    pub hub: Arc<Hub>,
+    pub dedupe: Arc<dyn Dedupe>,
+    /// Signatures already accepted, kept for longer than any freshness window.
+    signatures: Cache<Vec<u8>, ()>,
+}
+
+impl Ingress {
+    pub fn new(hub: Arc<Hub>, dedupe: Arc<dyn Dedupe>) -> Self {
+        Ingress {
+            hub,
+            dedupe,
+            signatures: Cache::builder()
+                .max_capacity(1_000_000)
+                .time_to_live(Duration::from_secs(2 * 60 * 60))
+                .build(),
+        }
+    }
+
+    /// Handles one request for `business` (already read: `parts` and the raw `body`).
+    pub fn receive(
+        &self,
+        gateway: &Gateway,
+        business: &str,
+        parts: &RequestParts<'_>,
+        body: &[u8],
+    ) -> Reply {
+        let cfg = gateway
+            .businesses
+            .iter()
+            .find(|b| b.name == business)
+            .and_then(|b| b.webhooks.clone());
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0);
+        let result = match &cfg {
+            Some(cfg) => self.accept(cfg, parts, body, now),
+            None => Err(Refusal::UnknownBusiness(business.to_string())),
+        };
+        let label = match &result {
+            Ok((_, true)) => "queued",
+            Ok((_, false)) => "duplicate",
+            Err(e) => e.slug(),
+        };
+        let known = cfg.as_ref().map_or("unknown", |c| c.business.as_str());
+        crate::ops::metrics::webhook_received(known, label);
+        match result {
+            Ok((event_id, true)) => Reply {
+                status: StatusCode::ACCEPTED,
+                body: json!({"status": "queued", "event_id": event_id}),
+            },
+            Ok((event_id, false)) => Reply {
+                status: StatusCode::OK,
+                body: json!({"status": "duplicate", "event_id": event_id}),
+            },
+            Err(e) => {
+                tracing::info!(business, refused = e.slug(), detail = %e, "webhook refused");
+                e.reply()
+            }
+        }
+    }
+
+    /// Verifies, transforms, dedupes and queues; returns the event id and whether it was new.
+    pub fn accept(
+        &self,
+        cfg: &WebhookConfig,
+        parts: &RequestParts<'_>,
+        body: &[u8],
+        now: i64,
+    ) -> Result<(String, bool), Refusal> {
+        let headers = parts.headers;
+        let rfc9421 = headers.contains_key("signature-input") || headers.contains_key("signature");
+        // The digest is checked over the raw bytes before anything else looks at them.
+        if rfc9421 || headers.contains_key("content-digest") {
+            sig::verify_content_digest(headers, body)?;
+        }
+        let mark = if rfc9421 {
+            let policy = Policy {
+                required: &sig::USP_COMPONENTS,
+                algorithms: &cfg.algorithms,
+                max_age: cfg.max_age,
+            };
+            sig::verify(parts, &cfg.keys, &policy, now)?.signature
+        } else if let Some((name, secret)) = &cfg.hmac {
+            let value = headers.get(name).and_then(|v| v.to_str().ok());
+            sig::verify_hmac(value, secret, body, cfg.max_age, now)?
+        } else {
+            return Err(SigError::Unsigned.into());
+        };
+        if !self.signatures.entry(mark).or_insert(()).is_fresh() {
+            return Err(Refusal::Replayed);
+        }
+        let payload: Value =
+            serde_json::from_slice(body).map_err(|e| Refusal::NotJson(e.to_string()))?;
+        let event = match &cfg.transform {
+            None => payload,
+            Some(t) => t
+                .run(
+                    &payload,
+                    Vars3 {
+                        args: &Value::Null,
+                        status: 0,
+                        meta: &Value::Null,
+                    },
+                )
+                .map_err(|e| Refusal::BadEvent(e.to_string()))?
+                .ok_or_else(|| Refusal::BadEvent("the transform produced no value".into()))?,
+        };
+        if !event.is_object() {
+            return Err(Refusal::BadEvent("the event is not a JSON object".into()));
+        }
+        let event_id = event
+            .pointer(&cfg.event_id)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| {
+                Refusal::BadEvent(format!("no event id (a string) at `{}`", cfg.event_id))
+            })?
+            .to_string();
+        let uri = event
+            .pointer(&cfg.resource_id)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(|id| cfg.uri_for(id));
+        if !self
+            .dedupe
+            .first_seen(&format!("{}\0{event_id}", cfg.business))
+        {
+            return Ok((event_id, false));
+        }
+        self.hub.publish(&cfg.business, &cfg.method, event, uri);
+        Ok((event_id, true))
+    }
+}
