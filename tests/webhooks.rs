@@ -476,3 +476,91 @@ fn legacy_req(
 ) -> reqwest::RequestBuilder {
     common::legacy(client, url, sid, body)
 }
+
+/// `portico demo`: bookings an MCP client creates and cancels come back to it as signed
+/// webhooks from the demo backend, as `usp_webhook` notifications on its GET stream.
+#[tokio::test]
+async fn demo_backend_webhooks_reach_the_client_that_booked() {
+    let demo = portico::demo::start(0).await.expect("demo starts");
+    assert!(
+        demo.banner()
+            .contains(&format!("webhooks: {}\n", demo.webhooks_url()))
+    );
+    let http = reqwest::Client::new();
+    let url = demo.mcp_url();
+    let (sid, _) = initialize(&http, &url, "2025-11-25").await;
+    let resp = http
+        .get(&url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &sid)
+        .send()
+        .await
+        .expect("GET stream");
+    let mut sse = SseReader::new(resp);
+    let profile = json!({"usp": {"profile": "https://agent.example/p.json",
+                                  "idempotency_key": uuid::Uuid::new_v4().to_string()}});
+    let tool = |id: i64, name: &str, args: Value| json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":name,"arguments":args}});
+    let created = send(legacy_req(
+        &http,
+        &url,
+        &sid,
+        tool(
+            1,
+            "usp_bookings_create",
+            json!({
+        "service_id": "MASSAGE-60", "slot_id": "MASSAGE-60@2026-12-01T09:00",
+        "buyer": {"first_name": "Alice", "last_name": "Example", "email": "alice@example.com"},
+        "_meta": profile}),
+        ),
+    ))
+    .await;
+    let booking_id = created.sc()["booking"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("booked: {}", created.text))
+        .to_string();
+    let cancelled = send(legacy_req(
+        &http,
+        &url,
+        &sid,
+        tool(
+            2,
+            "usp_bookings_cancel",
+            json!({
+        "booking_id": booking_id, "reason": "plans changed",
+        "_meta": {"usp": {"profile": "https://agent.example/p.json"}}}),
+        ),
+    ))
+    .await;
+    assert_eq!(
+        cancelled.sc()["booking"]["status"],
+        "canceled",
+        "{}",
+        cancelled.text
+    );
+
+    let (_, confirmed) = sse.next().await;
+    assert_eq!(confirmed["method"], "usp_webhook");
+    assert_eq!(confirmed["params"]["event"], "booking.confirmed");
+    assert_eq!(confirmed["params"]["booking_id"], booking_id.as_str());
+    assert_eq!(confirmed["params"]["data"]["id"], booking_id.as_str());
+    let (_, canceled) = sse.next().await;
+    assert_eq!(canceled["params"]["event"], "booking.canceled");
+    assert_eq!(canceled["params"]["data"]["status"], "canceled");
+    let v = booking_event_validator();
+    assert!(v.is_valid(&confirmed["params"]), "{}", confirmed["params"]);
+    assert!(v.is_valid(&canceled["params"]));
+    // The latest event is the booking resource's content.
+    let read = send(legacy_req(
+        &http,
+        &url,
+        &sid,
+        json!({"jsonrpc":"2.0","id":3,
+        "method":"resources/read","params":{"uri": format!("usp://bookings/{booking_id}")}}),
+    ))
+    .await;
+    let text = read.result()["contents"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("booking.canceled"), "{}", read.text);
+    demo.stop().await;
+}
