@@ -82,6 +82,36 @@ enum Command {
         #[arg(long, default_value_t = 9101)]
         port: u16,
     },
+    /// Sign a webhook body (RFC 9421 + Content-Digest) with a private JWK; prints header lines.
+    WebhookSign {
+        /// Private JWK file (EC P-256 or OKP Ed25519, with `d`).
+        #[arg(long)]
+        key: PathBuf,
+        /// The URL the webhook is POSTed to (its authority and path are signed).
+        #[arg(long)]
+        url: String,
+        /// The exact body bytes.
+        #[arg(long)]
+        body: PathBuf,
+        /// `created` in Unix seconds (default: now).
+        #[arg(long)]
+        created: Option<i64>,
+    },
+    /// Verify a signed webhook request (header lines + body) against a JWKS.
+    WebhookVerify {
+        #[arg(long)]
+        jwks: PathBuf,
+        #[arg(long)]
+        url: String,
+        /// File of `Name: value` header lines.
+        #[arg(long)]
+        headers: PathBuf,
+        #[arg(long)]
+        body: PathBuf,
+        /// Freshness window for `created`.
+        #[arg(long, default_value = "300s", value_parser = duration)]
+        max_age: Duration,
+    },
     /// Load and compile mapping files and OpenRPC documents; report every problem.
     Check {
         #[arg(required = true)]
@@ -173,10 +203,39 @@ async fn wait_for_signal() {
     }
 }
 
+/// Prints a helper command's output, or its error on stderr with a failing exit code.
+fn cli_result(r: Result<String, String>) -> ExitCode {
+    match r {
+        Ok(out) => {
+            print!("{out}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::WebhookSign {
+            key,
+            url,
+            body,
+            created,
+        } => cli_result(portico::webhook::cli::sign(&key, &url, &body, created)),
+        Command::WebhookVerify {
+            jwks,
+            url,
+            headers,
+            body,
+            max_age,
+        } => cli_result(portico::webhook::cli::verify(
+            &jwks, &url, &headers, &body, max_age,
+        )),
         Command::Check { paths, strict } => {
             let report = portico::check::run(&paths);
             for d in &report.diagnostics {

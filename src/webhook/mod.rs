@@ -2,6 +2,7 @@
 //! fan-out to MCP clients with replay, and the signature primitives. It never delivers an event
 //! whose digest, signature or payload failed a check, and never blocks one client on another.
 
+pub mod cli;
 pub mod config;
 pub mod dedupe;
 pub mod edge;
