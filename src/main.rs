@@ -59,6 +59,10 @@ enum Command {
         /// Log line format on stderr.
         #[arg(long, value_enum, default_value_t = LogFormat::Json, env = "PORTICO_LOG_FORMAT")]
         log_format: LogFormat,
+        /// portico's private JWK for outgoing webhooks (served public at
+        /// /.well-known/jwks.json); default: an ephemeral P-256 key.
+        #[arg(long, env = "PORTICO_WEBHOOK_KEY")]
+        webhook_key: Option<PathBuf>,
     },
     /// Serve MCP over stdio (one JSON-RPC message per line; logs go to stderr).
     Stdio {
@@ -203,6 +207,19 @@ async fn wait_for_signal() {
     }
 }
 
+/// Reads portico's webhook signing key (a private JWK file).
+fn load_webhook_key(
+    path: &std::path::Path,
+) -> Result<std::sync::Arc<portico::webhook::keys::SigningKey>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read --webhook-key {}: {e}", path.display()))?;
+    let jwk: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| format!("--webhook-key {} is not JSON: {e}", path.display()))?;
+    portico::webhook::keys::SigningKey::from_jwk(&jwk)
+        .map(std::sync::Arc::new)
+        .map_err(|e| format!("--webhook-key {}: {e}", path.display()))
+}
+
 /// Prints a helper command's output, or its error on stderr with a failing exit code.
 fn cli_result(r: Result<String, String>) -> ExitCode {
     match r {
@@ -269,14 +286,23 @@ async fn main() -> ExitCode {
             shutdown_timeout,
             reload_interval,
             log_format,
+            webhook_key,
         } => {
             init_logging_as(log_format);
+            let webhook_key = match webhook_key.map(|p| load_webhook_key(&p)).transpose() {
+                Ok(k) => k,
+                Err(e) => {
+                    eprintln!("{e}");
+                    return ExitCode::FAILURE;
+                }
+            };
             let Some(gateway) = load_config(&config) else {
                 return ExitCode::FAILURE;
             };
             let mut opts = HttpOptions {
                 max_body_bytes,
                 shutdown_timeout,
+                webhook_key,
                 ..HttpOptions::default()
             };
             opts.allowed_hosts.extend(allowed_hosts);

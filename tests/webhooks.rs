@@ -77,21 +77,9 @@ struct Signed {
 }
 
 fn sign(key: &SigningKey, authority: &str, body: &[u8], created: i64) -> Signed {
-    let mut headers = http::HeaderMap::new();
-    headers.insert("content-type", "application/json".parse().unwrap());
-    headers.insert("content-digest", sig::content_digest(body).parse().unwrap());
-    let parts = RequestParts {
-        method: "POST",
-        authority,
-        path: "/webhooks/spa",
-        query: None,
-        headers: &headers,
-    };
-    let s = sig::sign(&parts, &USP_COMPONENTS, key, created).expect("signed");
-    headers.insert("signature-input", s.signature_input.parse().unwrap());
-    headers.insert("signature", s.signature.parse().unwrap());
+    let url = url::Url::parse(&format!("http://{authority}/webhooks/spa")).expect("URL");
     Signed {
-        headers,
+        headers: sig::sign_webhook(key, &url, body, created).expect("signed"),
         body: body.to_vec(),
     }
 }
@@ -563,4 +551,166 @@ async fn demo_backend_webhooks_reach_the_client_that_booked() {
         .unwrap_or_default();
     assert!(text.contains("booking.canceled"), "{}", read.text);
     demo.stop().await;
+}
+
+/// One request a webhook receiver got.
+struct Received {
+    path: String,
+    headers: http::HeaderMap,
+    body: bytes::Bytes,
+}
+
+/// A receiver on 127.0.0.1: `/ok` answers 500 to its first request and 200 after; `/dead`
+/// always 503. Every request is reported on the channel.
+async fn receiver() -> (
+    std::net::SocketAddr,
+    tokio::sync::mpsc::UnboundedReceiver<Received>,
+) {
+    use http_body_util::BodyExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let ok_seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let (tx, ok_seen) = (tx.clone(), ok_seen.clone());
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(
+                    move |req: hyper::Request<hyper::body::Incoming>| {
+                        let (tx, ok_seen) = (tx.clone(), ok_seen.clone());
+                        async move {
+                            let (parts, body) = req.into_parts();
+                            let body = body
+                                .collect()
+                                .await
+                                .map(|c| c.to_bytes())
+                                .unwrap_or_default();
+                            let path = parts.uri.path().to_string();
+                            let status = match path.as_str() {
+                                "/ok"
+                                    if ok_seen
+                                        .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+                                        == 0 =>
+                                {
+                                    500
+                                }
+                                "/ok" => 200,
+                                _ => 503,
+                            };
+                            let _ = tx.send(Received {
+                                path,
+                                headers: parts.headers,
+                                body,
+                            });
+                            let mut r = hyper::Response::new(http_body_util::Full::new(
+                                bytes::Bytes::new(),
+                            ));
+                            *r.status_mut() = hyper::StatusCode::from_u16(status).unwrap();
+                            Ok::<_, std::convert::Infallible>(r)
+                        }
+                    },
+                );
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    (addr, rx)
+}
+
+#[tokio::test]
+async fn accepted_events_are_sent_on_signed_with_retries_and_dead_letters() {
+    let (recv_addr, mut received) = receiver().await;
+    let keys = Keys {
+        ec: SigningKey::generate(Alg::EcdsaP256Sha256, "biz-ec").unwrap(),
+        ed: SigningKey::generate(Alg::Ed25519, "biz-ed").unwrap(),
+    };
+    let file = mapping(&keys, false);
+    let text = std::fs::read_to_string(&file).unwrap()
+        + &format!(
+            "  deliver_to: [\"http://{recv_addr}/ok\", \"http://{recv_addr}/dead\"]\n  retry: {{ initial: 10ms, retries: 2, max_total: 5s, timeout: 2s }}\n"
+        );
+    std::fs::write(&file, text).unwrap();
+    let env = Env {
+        gw: gateway(&[file]).await,
+        http: reqwest::Client::new(),
+        keys,
+    };
+    assert_eq!(env.good("wh-out", "A-5").await.0, 202);
+
+    // /ok: a 500, then a 200. /dead: the first try and two retries, all 503.
+    let mut by_path: std::collections::HashMap<String, Vec<Received>> = Default::default();
+    while by_path.get("/ok").map_or(0, Vec::len) < 2 || by_path.get("/dead").map_or(0, Vec::len) < 3
+    {
+        let r = tokio::time::timeout(Duration::from_secs(10), received.recv())
+            .await
+            .expect("deliveries within 10 s (hang guard)")
+            .expect("receiver alive");
+        by_path.entry(r.path.clone()).or_default().push(r);
+    }
+    let jwks: Value = env
+        .http
+        .get(format!("http://{}/.well-known/jwks.json", env.gw.addr))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let portico_keys =
+        portico::webhook::keys::VerifyingKey::from_jwks(&jwks.to_string()).expect("portico JWKS");
+    assert_eq!(portico_keys.len(), 1);
+    let authority = recv_addr.to_string();
+    let policy = sig::Policy {
+        required: &USP_COMPONENTS,
+        algorithms: &Alg::ALL,
+        max_age: Duration::from_secs(300),
+    };
+    let validator = booking_event_validator();
+    let mut signatures = std::collections::HashSet::new();
+    for r in by_path.values().flatten() {
+        sig::verify_content_digest(&r.headers, &r.body).expect("Content-Digest matches");
+        let parts = RequestParts {
+            method: "POST",
+            authority: &authority,
+            path: &r.path,
+            query: None,
+            headers: &r.headers,
+        };
+        let v = sig::verify(&parts, &portico_keys, &policy, now())
+            .expect("portico's signature verifies");
+        assert!(
+            signatures.insert(v.signature),
+            "each attempt is signed afresh"
+        );
+        let event: Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(event["event_id"], "wh-out");
+        assert!(validator.is_valid(&event), "{event}");
+    }
+    // /dead was given up: one dead letter with three attempts.
+    let egress = env
+        .gw
+        .server
+        .webhooks
+        .egress
+        .clone()
+        .expect("a signing key");
+    // The record is written just after the last 503 is read; poll for it (10 s hang guard).
+    let mut dead = egress.dead_letters();
+    for _ in 0..2000 {
+        if !dead.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        dead = egress.dead_letters();
+    }
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].url, format!("http://{recv_addr}/dead"));
+    assert_eq!(dead[0].attempts, 3);
+    assert_eq!(dead[0].last_error, "HTTP 503");
+    env.gw.stop().await.unwrap();
 }

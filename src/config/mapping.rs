@@ -75,6 +75,27 @@ pub struct WebhookSpec {
     /// JSON-RPC notification method; default `usp_webhook` (usp), else `notifications/webhook`.
     #[serde(default)]
     pub method: Option<String>,
+    /// URLs each accepted event is POSTed to, signed with portico's own key.
+    #[serde(default)]
+    pub deliver_to: Vec<String>,
+    /// Retry schedule for `deliver_to` (USP defaults: 30s initial, 3 retries, 15m in total).
+    #[serde(default)]
+    pub retry: Option<RetrySpec>,
+}
+
+/// Exponential backoff for outgoing webhooks.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetrySpec {
+    #[serde(default)]
+    pub initial: Option<String>,
+    #[serde(default)]
+    pub retries: Option<u32>,
+    #[serde(default)]
+    pub max_total: Option<String>,
+    /// Time allowed for one attempt; default 10s.
+    #[serde(default)]
+    pub timeout: Option<String>,
 }
 
 /// The legacy HMAC scheme: `<header>: t=<unix>,v1=<hex HMAC-SHA256 of "t.body">`.

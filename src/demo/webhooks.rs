@@ -3,8 +3,7 @@
 //! times. It holds the demo's private key, which is public knowledge: never use it elsewhere.
 
 use crate::webhook::keys::SigningKey;
-use crate::webhook::sig::{self, RequestParts, USP_COMPONENTS};
-use http::HeaderMap;
+use crate::webhook::sig;
 use serde_json::{Value, json};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc;
@@ -34,35 +33,6 @@ pub fn rfc3339(secs: i64) -> String {
     )
 }
 
-/// The signed request for one legacy event: headers and body.
-pub fn signed_request(
-    key: &SigningKey,
-    authority: &str,
-    path: &str,
-    body: &[u8],
-    created: i64,
-) -> Result<HeaderMap, sig::SigError> {
-    let mut headers = HeaderMap::new();
-    headers.insert(
-        http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static("application/json"),
-    );
-    let digest = sig::content_digest(body);
-    let bad = |_| sig::SigError::Malformed("header value".into());
-    headers.insert("content-digest", digest.parse().map_err(bad)?);
-    let parts = RequestParts {
-        method: "POST",
-        authority,
-        path,
-        query: None,
-        headers: &headers,
-    };
-    let s = sig::sign(&parts, &USP_COMPONENTS, key, created)?;
-    headers.insert("signature-input", s.signature_input.parse().map_err(bad)?);
-    headers.insert("signature", s.signature.parse().map_err(bad)?);
-    Ok(headers)
-}
-
 /// Sends every event from `events` to `url` (`http://host:port/webhooks/{business}`) until the
 /// channel closes. Each attempt is signed afresh (new `created`), so retries are never replays.
 pub async fn run(mut events: mpsc::Receiver<Value>, url: url::Url) {
@@ -76,11 +46,6 @@ pub async fn run(mut events: mpsc::Receiver<Value>, url: url::Url) {
             return;
         }
     };
-    let authority = match (url.host_str(), url.port()) {
-        (Some(h), Some(p)) => format!("{h}:{p}"),
-        (Some(h), None) => h.to_string(),
-        _ => return,
-    };
     let client = reqwest::Client::new();
     while let Some(ev) = events.recv().await {
         let mut body = json!({
@@ -92,7 +57,7 @@ pub async fn run(mut events: mpsc::Receiver<Value>, url: url::Url) {
         }
         let bytes = body.to_string().into_bytes();
         for attempt in 0..ATTEMPTS {
-            let sent = match signed_request(&key, &authority, url.path(), &bytes, unix_now()) {
+            let sent = match sig::sign_webhook(&key, &url, &bytes, unix_now()) {
                 Ok(headers) => client
                     .post(url.clone())
                     .headers(headers)

@@ -41,6 +41,9 @@ pub struct HttpOptions {
     pub keep_alive: Duration,
     /// How long in-flight requests may run after shutdown starts.
     pub shutdown_timeout: Duration,
+    /// portico's key for outgoing webhooks (`/.well-known/jwks.json`); `None`: an ephemeral
+    /// P-256 key made at start.
+    pub webhook_key: Option<Arc<crate::webhook::keys::SigningKey>>,
 }
 
 impl Default for HttpOptions {
@@ -55,6 +58,7 @@ impl Default for HttpOptions {
             session_idle: Duration::from_secs(30 * 60),
             keep_alive: Duration::from_secs(15),
             shutdown_timeout: Duration::from_secs(10),
+            webhook_key: None,
         }
     }
 }
@@ -73,15 +77,13 @@ pub struct Server {
 impl Server {
     pub fn new(core: Arc<Core>, opts: HttpOptions) -> Arc<Self> {
         let sessions = Sessions::new(opts.max_sessions, opts.session_idle);
+        let webhooks = crate::webhook::ingress::Ingress::with_key(opts.webhook_key.clone());
         Arc::new(Server {
             core,
             opts,
             sessions,
             closing: tokio::sync::watch::Sender::new(false),
-            webhooks: Arc::new(crate::webhook::ingress::Ingress::new(
-                crate::webhook::hub::Hub::new(Default::default()),
-                Arc::new(crate::webhook::dedupe::MemoryDedupe::default()),
-            )),
+            webhooks: Arc::new(webhooks),
         })
     }
 }
@@ -251,6 +253,10 @@ impl Server {
             let r = crate::webhook::edge::receive(&self.webhooks, &gateway, &business, req, max);
             let reply = r.await;
             return json_response(reply.status, &reply.body);
+        }
+        if req.uri().path() == "/.well-known/jwks.json" && req.method() == Method::GET {
+            let keys = self.webhooks.egress.as_ref().map(|e| e.jwks());
+            return json_response(StatusCode::OK, &keys.unwrap_or_else(|| json!({"keys": []})));
         }
         if req.uri().path() != self.opts.path {
             return rpc_error(

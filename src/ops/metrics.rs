@@ -38,6 +38,8 @@ pub const WEBHOOKS: &str = "portico_webhooks_received_total";
 pub const WEBHOOK_DELIVERIES: &str = "portico_webhook_deliveries_total";
 /// Webhook frames dropped because a client's queue was full (the oldest frame goes).
 pub const WEBHOOK_DROPS: &str = "portico_webhook_drops_total";
+/// Outgoing webhook attempts by result (`delivered`, `retried`, `dead_letter`).
+pub const WEBHOOK_EGRESS: &str = "portico_webhook_egress_total";
 /// Webhook frames re-sent from the replay buffer after a `Last-Event-ID`.
 pub const WEBHOOK_REPLAYED: &str = "portico_webhook_replayed_total";
 
@@ -127,6 +129,10 @@ fn describe() {
     describe_counter!(
         WEBHOOK_DROPS,
         "webhook frames dropped because a client's queue was full (oldest first)"
+    );
+    describe_counter!(
+        WEBHOOK_EGRESS,
+        "outgoing webhook attempts by result (delivered, retried, dead_letter)"
     );
     describe_counter!(
         WEBHOOK_REPLAYED,
@@ -273,6 +279,11 @@ pub fn webhook_delivery(dropped: bool) {
     if dropped {
         counter!(WEBHOOK_DROPS, "reason" => "queue_full").increment(1);
     }
+}
+
+/// Counts one outgoing webhook attempt's result.
+pub fn webhook_egress(result: &'static str) {
+    counter!(WEBHOOK_EGRESS, "result" => result).increment(1);
 }
 
 /// Counts frames replayed after a `Last-Event-ID`.

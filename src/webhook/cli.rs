@@ -41,28 +41,21 @@ pub fn sign(key: &Path, url: &str, body: &Path, created: Option<i64>) -> Result<
         .map_err(|e| format!("{} is not JSON: {e}", key.display()))?;
     let key = SigningKey::from_jwk(&jwk).map_err(|e| e.to_string())?;
     let body = read(body)?;
-    let (authority, path, query) = target(url)?;
-    let mut headers = HeaderMap::new();
-    headers.insert(
-        http::header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    let digest = HeaderValue::from_str(&sig::content_digest(&body)).map_err(|e| e.to_string())?;
-    headers.insert("content-digest", digest);
-    let parts = RequestParts {
-        method: "POST",
-        authority: &authority,
-        path: &path,
-        query: query.as_deref(),
-        headers: &headers,
-    };
-    let s = sig::sign(&parts, &USP_COMPONENTS, &key, created.unwrap_or_else(now))
+    let url = url::Url::parse(url).map_err(|e| format!("`{url}` is not a URL: {e}"))?;
+    let headers = sig::sign_webhook(&key, &url, &body, created.unwrap_or_else(now))
         .map_err(|e| e.to_string())?;
+    let line = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string()
+    };
     Ok(format!(
         "Content-Type: application/json\nContent-Digest: {}\nSignature-Input: {}\nSignature: {}\n",
-        sig::content_digest(&body),
-        s.signature_input,
-        s.signature
+        line("content-digest"),
+        line("signature-input"),
+        line("signature")
     ))
 }
 

@@ -2,6 +2,7 @@
 //! window, HMAC secret, the jq transform and where the event id and booking id are. It is built
 //! at load and never changed; a problem becomes a `Diagnostic`, never a panic.
 
+use super::egress::RetryPolicy;
 use super::keys::{Alg, VerifyingKey};
 use crate::binding::Kind;
 use crate::config::compile::{parse_duration, substitute_env};
@@ -30,6 +31,9 @@ pub struct WebhookConfig {
     /// `{id}` is replaced by the booking id.
     pub resource_uri: String,
     pub method: String,
+    /// Where accepted events are re-sent, signed by portico.
+    pub deliver_to: Vec<url::Url>,
+    pub retry: RetryPolicy,
 }
 
 impl fmt::Debug for WebhookConfig {
@@ -198,6 +202,40 @@ pub fn compile(
             "notifications/webhook".into()
         }
     });
+    let mut deliver_to = Vec::new();
+    for u in &spec.deliver_to {
+        match url::Url::parse(u) {
+            Ok(url) if matches!(url.scheme(), "http" | "https") && url.host_str().is_some() => {
+                deliver_to.push(url)
+            }
+            _ => diags.push(err(
+                "deliver_to",
+                format!("`{u}` is not an http(s) URL"),
+                "e.g. https://platform.example/webhooks/usp",
+            )),
+        }
+    }
+    let mut retry = RetryPolicy::default();
+    if let Some(r) = &spec.retry {
+        let mut dur = |v: &Option<String>, slot: &mut std::time::Duration, key: &str| {
+            if let Some(s) = v {
+                match parse_duration(s) {
+                    Some(d) => *slot = d,
+                    None => diags.push(err(
+                        "retry",
+                        format!("retry.{key}: `{s}` is not a duration"),
+                        "such as 30s or 15m",
+                    )),
+                }
+            }
+        };
+        dur(&r.initial, &mut retry.initial, "initial");
+        dur(&r.max_total, &mut retry.max_total, "max_total");
+        dur(&r.timeout, &mut retry.timeout, "timeout");
+        if let Some(n) = r.retries {
+            retry.retries = n;
+        }
+    }
     if !diags.is_empty() {
         return Err(diags);
     }
@@ -212,5 +250,7 @@ pub fn compile(
         resource_id,
         resource_uri,
         method,
+        deliver_to,
+        retry,
     })
 }

@@ -4,8 +4,10 @@
 //! 2xx only after the event is queued, and it never queues anything that failed a check.
 
 use super::config::WebhookConfig;
-use super::dedupe::Dedupe;
+use super::dedupe::{Dedupe, MemoryDedupe};
+use super::egress::Egress;
 use super::hub::Hub;
+use super::keys::{Alg, SigningKey};
 use super::sig::{self, Policy, RequestParts, SigError};
 use crate::config::Gateway;
 use crate::translate::transform::Vars3;
@@ -80,20 +82,45 @@ impl Refusal {
 pub struct Ingress {
     pub hub: Arc<Hub>,
     pub dedupe: Arc<dyn Dedupe>,
+    /// portico's signer for `deliver_to` (and `/.well-known/jwks.json`); `None` only when no
+    /// key could be made.
+    pub egress: Option<Arc<Egress>>,
     /// Signatures already accepted, kept for longer than any freshness window.
     signatures: Cache<Vec<u8>, ()>,
 }
 
 impl Ingress {
-    pub fn new(hub: Arc<Hub>, dedupe: Arc<dyn Dedupe>) -> Self {
+    pub fn new(hub: Arc<Hub>, dedupe: Arc<dyn Dedupe>, egress: Option<Arc<Egress>>) -> Self {
         Ingress {
             hub,
             dedupe,
+            egress,
             signatures: Cache::builder()
                 .max_capacity(1_000_000)
                 .time_to_live(Duration::from_secs(2 * 60 * 60))
                 .build(),
         }
+    }
+
+    /// An ingress with the default hub and in-memory dedupe store, signing outgoing webhooks
+    /// with `key` (or an ephemeral P-256 key).
+    pub fn with_key(key: Option<Arc<SigningKey>>) -> Self {
+        let key = key.or_else(|| {
+            let kid = format!("portico-{}", uuid::Uuid::new_v4().simple());
+            match SigningKey::generate(Alg::EcdsaP256Sha256, &kid) {
+                Ok(k) => Some(Arc::new(k)),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot create a webhook signing key");
+                    None
+                }
+            }
+        });
+        let egress = key.map(Egress::new);
+        Ingress::new(
+            Hub::new(Default::default()),
+            Arc::new(MemoryDedupe::default()),
+            egress,
+        )
     }
 
     /// Handles one request for `business` (already read: `parts` and the raw `body`).
@@ -207,6 +234,12 @@ impl Ingress {
             .first_seen(&format!("{}\0{event_id}", cfg.business))
         {
             return Ok((event_id, false));
+        }
+        if let Some(egress) = self.egress.as_ref().filter(|_| !cfg.deliver_to.is_empty()) {
+            let shared = Arc::new(event.clone());
+            for url in &cfg.deliver_to {
+                egress.deliver(url.clone(), shared.clone(), event_id.clone(), cfg.retry);
+            }
         }
         self.hub.publish(&cfg.business, &cfg.method, event, uri);
         Ok((event_id, true))

@@ -6,6 +6,7 @@ pub mod cli;
 pub mod config;
 pub mod dedupe;
 pub mod edge;
+pub mod egress;
 pub mod hub;
 pub mod ingress;
 pub mod keys;

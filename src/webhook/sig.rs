@@ -205,6 +205,40 @@ pub fn sign(
     })
 }
 
+/// The headers of a signed JSON webhook `POST url` with `body`: `Content-Type`,
+/// `Content-Digest` (sha-256) and an RFC 9421 signature over the USP components, `created` now.
+pub fn sign_webhook(
+    key: &SigningKey,
+    url: &url::Url,
+    body: &[u8],
+    created: i64,
+) -> Result<HeaderMap, SigError> {
+    let host = url
+        .host_str()
+        .ok_or_else(|| SigError::Malformed(format!("`{url}` has no host")))?;
+    let authority = match url.port() {
+        Some(p) => format!("{host}:{p}"),
+        None => host.to_string(),
+    };
+    let value = |v: &str| {
+        http::HeaderValue::from_str(v).map_err(|_| SigError::Malformed("header value".into()))
+    };
+    let mut headers = HeaderMap::new();
+    headers.insert(http::header::CONTENT_TYPE, value("application/json")?);
+    headers.insert("content-digest", value(&content_digest(body))?);
+    let parts = RequestParts {
+        method: "POST",
+        authority: &authority,
+        path: url.path(),
+        query: url.query(),
+        headers: &headers,
+    };
+    let s = sign(&parts, &USP_COMPONENTS, key, created)?;
+    headers.insert("signature-input", value(&s.signature_input)?);
+    headers.insert("signature", value(&s.signature)?);
+    Ok(headers)
+}
+
 /// What a verifier accepts.
 #[derive(Debug, Clone)]
 pub struct Policy<'a> {
