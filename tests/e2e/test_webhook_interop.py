@@ -5,6 +5,8 @@
   with the demo key is accepted by `portico demo` and delivered to a 2025-era GET SSE stream as a
   `usp_webhook` notification whose params validate against USP's webhook_event.json (read in
   place, `data` booking included).
+* The unmodified `mcp` 2.3.0 client (2025 session) subscribes to its booking's resource and gets
+  `notifications/resources/updated` when the demo backend's webhook cancels it.
 
 Both algorithms portico implements are covered: ecdsa-p256-sha256 and ed25519.
 """
@@ -251,3 +253,43 @@ def test_webhook_signed_by_http_message_signatures_reaches_an_mcp_stream(demo: D
             break
     assert seen == 1
     stream.close()
+
+
+@pytest.mark.anyio
+@pytest.mark.filterwarnings("ignore:resources/subscribe is removed")
+async def test_python_mcp_client_sees_booking_resource_updates(demo: Demo) -> None:
+    """The unmodified `mcp` 2.3.0 client (legacy mode: a 2025-11-25 session with its GET stream)
+    subscribes to its booking's resource and is told when the backend's webhook changes it."""
+    import anyio
+    from mcp import Client
+
+    updates: list[str] = []
+    changed = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        m = getattr(message, "root", message)
+        if getattr(m, "method", None) == "notifications/resources/updated":
+            updates.append(str(m.params.uri))
+            changed.set()
+
+    meta = {"usp": {"profile": "https://agent.example/profiles/e2e.json"}}
+    async with Client(demo.mcp_url, mode="legacy", message_handler=on_message, read_timeout_seconds=30) as client:
+        query = {"service_id": "SAUNA-30", "start_date": "2026-12-05", "end_date": "2026-12-05", "_meta": meta}
+        slots = (await client.call_tool("usp_availability_query", query)).structured_content["slots"]
+        slot = next(s["id"] for s in slots if s["state"] == "available")
+        booked = await client.call_tool("usp_bookings_create", {
+            "service_id": "SAUNA-30", "slot_id": slot,
+            "buyer": {"first_name": "Rae", "last_name": "Sub", "email": "rae@example.com"},
+            "_meta": {"usp": meta["usp"] | {"idempotency_key": str(uuid.uuid4())}}})
+        booking_id = booked.structured_content["booking"]["id"]
+        uri = f"usp://bookings/{booking_id}"
+        await client.subscribe_resource(uri)
+        await client.call_tool("usp_bookings_cancel", {"booking_id": booking_id, "_meta": meta})
+        with anyio.fail_after(20):
+            while uri not in updates:
+                await changed.wait()
+                changed = anyio.Event()
+        contents = (await client.read_resource(uri)).contents
+        latest = json.loads(contents[0].text)
+        assert latest["booking_id"] == booking_id
+        assert latest["event"] == "booking.canceled"
