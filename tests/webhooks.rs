@@ -714,3 +714,89 @@ async fn accepted_events_are_sent_on_signed_with_retries_and_dead_letters() {
     assert_eq!(dead[0].last_error, "HTTP 503");
     env.gw.stop().await.unwrap();
 }
+
+/// 2026-07-28: `subscriptions/listen` acknowledges the honoured filter first, then carries the
+/// webhook notifications and `resources/updated` for the booking, tagged with its request id.
+#[tokio::test]
+async fn a_2026_listen_stream_gets_acknowledged_tagged_notifications() {
+    let env = Env::start(false).await;
+    let url = env.gw.mcp_url();
+    let params = json!({"notifications": {
+        "resourceSubscriptions": ["usp://bookings/A-77", "test://not-a-booking"],
+        "toolsListChanged": true,
+        "dev.portico/webhooks": {"events": ["booking.canceled"]}
+    }});
+    let resp = modern(&env.http, &url, 7, "subscriptions/listen", params)
+        .send()
+        .await
+        .expect("listen");
+    assert_eq!(resp.status(), 200);
+    assert_eq!(
+        resp.headers()["content-type"].to_str().unwrap(),
+        "text/event-stream"
+    );
+    let mut sse = SseReader::new(resp);
+    let (id, ack) = sse.next().await;
+    assert_eq!(id, None, "2026-07-28 streams carry no event ids");
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"resourceSubscriptions": ["usp://bookings/A-77"],
+               "dev.portico/webhooks": {"events": ["booking.canceled"]}})
+    );
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        7
+    );
+    // booking.confirmed for A-77: only the resource update (the event filter wants cancellations).
+    assert_eq!(env.good("wh-l1", "A-77").await.0, 202);
+    let (_, updated) = sse.next().await;
+    assert_eq!(updated["method"], "notifications/resources/updated");
+    assert_eq!(updated["params"]["uri"], "usp://bookings/A-77");
+    assert_eq!(
+        updated["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        7
+    );
+    // A cancellation of another booking: the webhook notification, tagged, and no update.
+    let s = sign(
+        &env.keys.ec,
+        &env.authority(),
+        &legacy("wh-l2", "appointment.cancelled", "A-78"),
+        now(),
+    );
+    assert_eq!(env.post(&s).await.0, 202);
+    let (id, note) = sse.next().await;
+    assert_eq!(id, None);
+    assert_eq!(note["method"], "usp_webhook");
+    assert_eq!(note["params"]["event_id"], "wh-l2");
+    assert_eq!(
+        note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        7
+    );
+    // 2026-07-28 resources/read of the booking returns the latest event.
+    let read = send(modern(
+        &env.http,
+        &url,
+        9,
+        "resources/read",
+        json!({"uri": "usp://bookings/A-77"}),
+    ))
+    .await;
+    assert_eq!(read.result()["resultType"], "complete", "{}", read.text);
+    assert_eq!(read.result()["cacheScope"], "private");
+    let text = read.result()["contents"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("wh-l1"), "{}", read.text);
+    // A listen request without a filter is refused.
+    let bad = send(modern(
+        &env.http,
+        &url,
+        8,
+        "subscriptions/listen",
+        json!({}),
+    ))
+    .await;
+    assert_eq!(bad.error_code(), Some(-32602), "{}", bad.text);
+    env.gw.stop().await.unwrap();
+}

@@ -336,12 +336,23 @@ impl Server {
             .and_then(|v| v.trim().parse::<u64>().ok());
         let filter = crate::webhook::hub::Filter::from_query(req.uri().query());
         let events = self.webhooks.hub.listen(&sid, filter, last_event_id);
+        self.stream_response(futures_util::stream::select(
+            tokio_stream_receiver(rx),
+            events,
+        ))
+    }
+
+    /// A long-lived SSE response: `source` plus keep-alive comments, ended by shutdown.
+    fn stream_response(
+        &self,
+        source: impl futures_util::Stream<Item = Bytes> + Send + Sync + 'static,
+    ) -> Response<Body> {
         let keep_alive = self.opts.keep_alive;
         let ticks = tokio_stream_interval(keep_alive);
         let open = crate::ops::metrics::SseClient::open();
         let mut closing = self.closing.subscribe();
         let frames = futures_util::stream::select(
-            futures_util::stream::select(tokio_stream_receiver(rx), events),
+            source,
             ticks.map(|_| Bytes::from_static(b": keep-alive\n\n")),
         )
         .take_until(async move {
@@ -797,6 +808,42 @@ impl Server {
                 "params._meta[\"io.modelcontextprotocol/clientCapabilities\"] is required".into(),
                 None,
             );
+        }
+        if method == "resources/read"
+            && let Some(Answer::Result(mut r)) = crate::webhook::edge::intercept(
+                &self.webhooks,
+                &self.core.gateway.load(),
+                "",
+                &method,
+                params.as_ref(),
+            )
+        {
+            // Booking resources fed by webhooks: event data, never cached.
+            r["resultType"] = json!("complete");
+            r["ttlMs"] = json!(0);
+            r["cacheScope"] = json!("private");
+            r["_meta"] = json!({"io.modelcontextprotocol/serverInfo": {
+                "name": self.core.info.name, "version": self.core.info.version}});
+            return self.reply(&id, Answer::Result(r), json_ok, sse_ok, None);
+        }
+        if method == "subscriptions/listen" {
+            let gateway = self.core.gateway.load();
+            return match crate::webhook::edge::listen(
+                &self.webhooks,
+                &gateway,
+                &id,
+                params.as_ref(),
+            ) {
+                Ok(frames) if sse_ok => self.stream_response(frames),
+                Ok(_) => rpc_error(
+                    StatusCode::NOT_ACCEPTABLE,
+                    &id,
+                    INVALID_REQUEST,
+                    "Not Acceptable: subscriptions/listen answers with text/event-stream",
+                    None,
+                ),
+                Err(answer) => self.reply(&id, answer, json_ok, sse_ok, None),
+            };
         }
         let era = Era::Modern(version.to_string());
         let answer = handler::handle(&self.core, &era, &method, params).await;

@@ -101,3 +101,79 @@ pub fn intercept(
         }
     }
 }
+
+/// The extension key of a `subscriptions/listen` filter that asks for the webhook
+/// notifications themselves (`true`, or `{"business": [...], "events": [...]}`).
+pub const LISTEN_WEBHOOKS: &str = "dev.portico/webhooks";
+
+/// Opens a 2026-07-28 `subscriptions/listen` stream for request `id`: the acknowledgement
+/// frame (the honoured subset of the filter) followed by the hub's frames. Portico honours
+/// `resourceSubscriptions` for booking resources and the `dev.portico/webhooks` extension; it
+/// sends no list-changed notifications, so those filter keys are left out of the ack.
+pub fn listen(
+    ingress: &Ingress,
+    gateway: &Gateway,
+    id: &Value,
+    params: Option<&Value>,
+) -> Result<impl futures_util::Stream<Item = bytes::Bytes> + Send + 'static, Answer> {
+    use futures_util::StreamExt;
+    let invalid = |m: &str| Answer::Error {
+        code: crate::mcp::jsonrpc::INVALID_PARAMS,
+        message: m.to_string(),
+        data: None,
+        http_status: None,
+    };
+    if id.is_null() {
+        return Err(invalid("subscriptions/listen needs a request id"));
+    }
+    let filter = params
+        .and_then(|p| p.get("notifications"))
+        .and_then(Value::as_object)
+        .ok_or_else(|| invalid("subscriptions/listen needs a `notifications` object"))?;
+    let uris: std::collections::HashSet<String> = filter
+        .get("resourceSubscriptions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|u| is_webhook_resource(gateway, u))
+        .map(str::to_string)
+        .collect();
+    let any_webhooks = gateway.businesses.iter().any(|b| b.webhooks.is_some());
+    let webhooks = match filter.get(LISTEN_WEBHOOKS) {
+        Some(Value::Bool(true)) if any_webhooks => Some(super::hub::Filter::default()),
+        Some(Value::Object(o)) if any_webhooks => {
+            let list = |k: &str| -> Vec<String> {
+                o.get(k)
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            };
+            Some(super::hub::Filter {
+                businesses: list("business"),
+                events: list("events"),
+            })
+        }
+        _ => None,
+    };
+    let meta = json!({ "io.modelcontextprotocol/subscriptionId": id });
+    let mut honored = serde_json::Map::new();
+    if !uris.is_empty() {
+        let mut sorted: Vec<&String> = uris.iter().collect();
+        sorted.sort();
+        honored.insert("resourceSubscriptions".into(), json!(sorted));
+    }
+    if webhooks.is_some()
+        && let Some(v) = filter.get(LISTEN_WEBHOOKS)
+    {
+        honored.insert(LISTEN_WEBHOOKS.into(), v.clone());
+    }
+    let ack = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                     "params": {"notifications": honored, "_meta": meta}});
+    let ack = bytes::Bytes::from(format!("event: message\ndata: {ack}\n\n"));
+    let events = ingress.hub.listen_modern(meta, uris, webhooks);
+    Ok(futures_util::stream::once(async move { ack }).chain(events))
+}

@@ -43,6 +43,9 @@ pub struct Event {
     /// The event type (`event` member), when it has one.
     pub kind: Option<String>,
     pub uri: Option<String>,
+    /// The notification method and the event (for frames built per listener).
+    method: String,
+    event: Arc<Value>,
     /// `id:` + the JSON-RPC notification, as one SSE event.
     notification: Bytes,
     /// `id:` + `notifications/resources/updated` for `uri`.
@@ -77,8 +80,21 @@ impl Filter {
     }
 }
 
+/// Who a client stream is for.
+enum Mode {
+    /// A 2025-era GET stream: the session's resource subscriptions apply; frames carry ids.
+    Session(String),
+    /// A 2026-07-28 `subscriptions/listen` stream: its own URIs; frames carry the
+    /// `subscriptionId` in `_meta` and no ids (no resumability in that revision).
+    Listen {
+        meta: Value,
+        uris: HashSet<String>,
+        webhooks: bool,
+    },
+}
+
 struct Client {
-    session: String,
+    mode: Mode,
     filter: Filter,
     queue: Mutex<VecDeque<Bytes>>,
     notify: Notify,
@@ -126,10 +142,43 @@ impl Hub {
             .is_some_and(|s| s.lock().map(|s| s.contains(uri)).unwrap_or(false))
     }
 
+    /// The frames a `subscriptions/listen` client gets for `e`, built for it (tagged `_meta`).
+    fn listen_frames(
+        c: &Client,
+        e: &Event,
+        meta: &Value,
+        uris: &HashSet<String>,
+        webhooks: bool,
+    ) -> Option<Bytes> {
+        let mut out = String::new();
+        if webhooks && c.filter.accepts(e) {
+            let mut params = (*e.event).clone();
+            if let Some(p) = params.as_object_mut() {
+                p.insert("_meta".into(), meta.clone());
+            }
+            let msg = json!({"jsonrpc": "2.0", "method": e.method, "params": params});
+            out.push_str(&format!("event: message\ndata: {msg}\n\n"));
+        }
+        if let Some(uri) = e.uri.as_ref().filter(|u| uris.contains(*u)) {
+            let msg = json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                             "params": {"uri": uri, "_meta": meta}});
+            out.push_str(&format!("event: message\ndata: {msg}\n\n"));
+        }
+        (!out.is_empty()).then(|| Bytes::from(out))
+    }
+
     /// The frames `client` gets for `e`.
     fn frames(&self, c: &Client, e: &Event) -> Option<Bytes> {
+        let session = match &c.mode {
+            Mode::Session(s) => s,
+            Mode::Listen {
+                meta,
+                uris,
+                webhooks,
+            } => return Self::listen_frames(c, e, meta, uris, *webhooks),
+        };
         let updated = match (&e.updated, &e.uri) {
-            (Some(u), Some(uri)) if self.subscribed(&c.session, uri) => Some(u),
+            (Some(u), Some(uri)) if self.subscribed(session, uri) => Some(u),
             _ => None,
         };
         let note = c.filter.accepts(e).then_some(&e.notification);
@@ -185,14 +234,17 @@ impl Hub {
                 &json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": u}}),
             )
         });
+        let event = Arc::new(event);
         if let Some(u) = &uri {
-            self.latest.insert(u.clone(), Arc::new(event));
+            self.latest.insert(u.clone(), event.clone());
         }
         let e = Arc::new(Event {
             seq,
             business: business.to_string(),
             kind,
             uri,
+            method: method.to_string(),
+            event,
             notification,
             updated,
         });
@@ -240,8 +292,33 @@ impl Hub {
         filter: Filter,
         last_event_id: Option<u64>,
     ) -> impl futures_util::Stream<Item = Bytes> + Send + 'static {
+        self.open(Mode::Session(session.to_string()), filter, last_event_id)
+    }
+
+    /// Opens a `subscriptions/listen` stream (2026-07-28): `resources/updated` for `uris`, and
+    /// the webhook notifications themselves when `webhooks`, each tagged with `meta`.
+    pub fn listen_modern(
+        self: &Arc<Self>,
+        meta: Value,
+        uris: HashSet<String>,
+        webhooks: Option<Filter>,
+    ) -> impl futures_util::Stream<Item = Bytes> + Send + 'static {
+        let mode = Mode::Listen {
+            meta,
+            uris,
+            webhooks: webhooks.is_some(),
+        };
+        self.open(mode, webhooks.unwrap_or_default(), None)
+    }
+
+    fn open(
+        self: &Arc<Self>,
+        mode: Mode,
+        filter: Filter,
+        last_event_id: Option<u64>,
+    ) -> impl futures_util::Stream<Item = Bytes> + Send + 'static {
         let client = Arc::new(Client {
-            session: session.to_string(),
+            mode,
             filter,
             queue: Mutex::new(VecDeque::new()),
             notify: Notify::new(),
