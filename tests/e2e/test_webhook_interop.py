@@ -5,8 +5,9 @@
   with the demo key is accepted by `portico demo` and delivered to a 2025-era GET SSE stream as a
   `usp_webhook` notification whose params validate against USP's webhook_event.json (read in
   place, `data` booking included).
-* The unmodified `mcp` 2.3.0 client (2025 session) subscribes to its booking's resource and gets
-  `notifications/resources/updated` when the demo backend's webhook cancels it.
+* The unmodified `mcp` 2.3.0 client subscribes to its booking's resource (2025 session:
+  `resources/subscribe`; 2026-07-28: `Client.listen()`) and is told when the demo backend's
+  webhook cancels it.
 
 Both algorithms portico implements are covered: ecdsa-p256-sha256 and ed25519.
 """
@@ -285,11 +286,48 @@ async def test_python_mcp_client_sees_booking_resource_updates(demo: Demo) -> No
         uri = f"usp://bookings/{booking_id}"
         await client.subscribe_resource(uri)
         await client.call_tool("usp_bookings_cancel", {"booking_id": booking_id, "_meta": meta})
+        # The booking's confirmation webhook may still be on its way too: each update is a
+        # level trigger, so re-read until the cancellation shows.
         with anyio.fail_after(20):
-            while uri not in updates:
-                await changed.wait()
-                changed = anyio.Event()
-        contents = (await client.read_resource(uri)).contents
-        latest = json.loads(contents[0].text)
-        assert latest["booking_id"] == booking_id
-        assert latest["event"] == "booking.canceled"
+            while True:
+                while uri not in updates:
+                    await changed.wait()
+                    changed = anyio.Event()
+                updates.clear()
+                latest = json.loads((await client.read_resource(uri)).contents[0].text)
+                assert latest["booking_id"] == booking_id
+                if latest["event"] == "booking.canceled":
+                    break
+
+
+@pytest.mark.anyio
+async def test_python_mcp_client_listens_for_booking_updates_at_2026(demo: Demo) -> None:
+    """The `mcp` 2.3.0 client in `auto` mode (stateless 2026-07-28) opens `Client.listen()` for
+    its booking's resource and gets the update when the demo backend's webhook cancels it."""
+    import anyio
+    from mcp import Client
+
+    meta = {"usp": {"profile": "https://agent.example/profiles/e2e.json"}}
+    async with Client(demo.mcp_url, mode="auto", read_timeout_seconds=30) as client:
+        assert client.protocol_version == "2026-07-28"
+        query = {"service_id": "SAUNA-30", "start_date": "2026-12-06", "end_date": "2026-12-06", "_meta": meta}
+        slots = (await client.call_tool("usp_availability_query", query)).structured_content["slots"]
+        slot = next(s["id"] for s in slots if s["state"] == "available")
+        booked = await client.call_tool("usp_bookings_create", {
+            "service_id": "SAUNA-30", "slot_id": slot,
+            "buyer": {"first_name": "Lee", "last_name": "Listen", "email": "lee@example.com"},
+            "_meta": {"usp": meta["usp"] | {"idempotency_key": str(uuid.uuid4())}}})
+        booking_id = booked.structured_content["booking"]["id"]
+        uri = f"usp://bookings/{booking_id}"
+        async with client.listen(resource_subscriptions=[uri], tools_list_changed=True) as sub:
+            assert list(sub.honored.resource_subscriptions or []) == [uri]
+            assert not sub.honored.tools_list_changed, "portico never sends tools/list_changed"
+            await client.call_tool("usp_bookings_cancel", {"booking_id": booking_id, "_meta": meta})
+            # Each update is a level trigger (the confirmation may land first): re-read on each.
+            with anyio.fail_after(20):
+                async for event in sub:
+                    assert getattr(event, "uri", None) == uri, event
+                    latest = json.loads((await client.read_resource(uri)).contents[0].text)
+                    assert latest["booking_id"] == booking_id
+                    if latest["event"] == "booking.canceled":
+                        break
