@@ -63,6 +63,10 @@ enum Command {
         /// /.well-known/jwks.json); default: an ephemeral P-256 key.
         #[arg(long, env = "PORTICO_WEBHOOK_KEY")]
         webhook_key: Option<PathBuf>,
+        /// File where accepted webhooks and pending deliveries are journaled (synced before the
+        /// sender is answered) and read back at start; default: memory only.
+        #[arg(long, env = "PORTICO_WEBHOOK_JOURNAL")]
+        webhook_journal: Option<PathBuf>,
     },
     /// Serve MCP over stdio (one JSON-RPC message per line; logs go to stderr).
     Stdio {
@@ -287,6 +291,7 @@ async fn main() -> ExitCode {
             reload_interval,
             log_format,
             webhook_key,
+            webhook_journal,
         } => {
             init_logging_as(log_format);
             let webhook_key = match webhook_key.map(|p| load_webhook_key(&p)).transpose() {
@@ -303,6 +308,7 @@ async fn main() -> ExitCode {
                 max_body_bytes,
                 shutdown_timeout,
                 webhook_key,
+                webhook_journal,
                 ..HttpOptions::default()
             };
             opts.allowed_hosts.extend(allowed_hosts);

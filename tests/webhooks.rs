@@ -622,19 +622,29 @@ async fn receiver() -> (
     (addr, rx)
 }
 
-#[tokio::test]
-async fn accepted_events_are_sent_on_signed_with_retries_and_dead_letters() {
-    let (recv_addr, mut received) = receiver().await;
+/// Fresh keys and a mapping whose webhooks are also sent to `urls` with the `retry` schedule.
+fn egress_mapping(urls: &[String], retry: &str) -> (Keys, PathBuf) {
     let keys = Keys {
         ec: SigningKey::generate(Alg::EcdsaP256Sha256, "biz-ec").unwrap(),
         ed: SigningKey::generate(Alg::Ed25519, "biz-ed").unwrap(),
     };
     let file = mapping(&keys, false);
     let text = std::fs::read_to_string(&file).unwrap()
-        + &format!(
-            "  deliver_to: [\"http://{recv_addr}/ok\", \"http://{recv_addr}/dead\"]\n  retry: {{ initial: 10ms, retries: 2, max_total: 5s, timeout: 2s }}\n"
-        );
+        + &format!("  deliver_to: {}\n  retry: {retry}\n", json!(urls));
     std::fs::write(&file, text).unwrap();
+    (keys, file)
+}
+
+#[tokio::test]
+async fn accepted_events_are_sent_on_signed_with_retries_and_dead_letters() {
+    let (recv_addr, mut received) = receiver().await;
+    let (keys, file) = egress_mapping(
+        &[
+            format!("http://{recv_addr}/ok"),
+            format!("http://{recv_addr}/dead"),
+        ],
+        "{ initial: 10ms, retries: 2, max_total: 5s, timeout: 2s }",
+    );
     let env = Env {
         gw: gateway(&[file]).await,
         http: reqwest::Client::new(),
@@ -798,5 +808,76 @@ async fn a_2026_listen_stream_gets_acknowledged_tagged_notifications() {
     ))
     .await;
     assert_eq!(bad.error_code(), Some(-32602), "{}", bad.text);
+    env.gw.stop().await.unwrap();
+}
+
+async fn journaled(file: &std::path::Path, journal: &std::path::Path) -> portico::app::Running {
+    let g = portico::config::load(&[file.to_path_buf()]).expect("mapping loads");
+    let opts = portico::mcp::http::HttpOptions {
+        webhook_journal: Some(journal.to_path_buf()),
+        ..Default::default()
+    };
+    portico::app::start(
+        g,
+        "127.0.0.1:0".parse().unwrap(),
+        opts,
+        portico::mcp::handler::ServerInfo::default(),
+    )
+    .await
+    .expect("gateway starts")
+}
+
+/// With a journal, what was acknowledged survives a restart: the replay buffer (and sequence
+/// numbers), the dedupe store, and a delivery that had not got through yet.
+#[tokio::test]
+async fn acknowledged_events_survive_a_restart_with_a_journal() {
+    let (recv_addr, mut received) = receiver().await;
+    // The first attempt gets a 500; the retry would wait an hour: only a restart resumes it.
+    let (keys, file) = egress_mapping(
+        &[format!("http://{recv_addr}/ok")],
+        "{ initial: 60m, retries: 1, max_total: 120m }",
+    );
+    let journal = file.with_file_name("journal.jsonl");
+
+    let env = Env {
+        gw: journaled(&file, &journal).await,
+        http: reqwest::Client::new(),
+        keys,
+    };
+    assert_eq!(env.good("wh-j1", "A-31").await.0, 202);
+    let first = received.recv().await.expect("first attempt");
+    assert_eq!(first.path, "/ok");
+    let Env { gw, http, keys } = env;
+    gw.stop().await.unwrap();
+
+    let env = Env {
+        gw: journaled(&file, &journal).await,
+        http,
+        keys,
+    };
+    // The unfinished delivery is resumed (and this time acknowledged).
+    let again = tokio::time::timeout(Duration::from_secs(10), received.recv())
+        .await
+        .expect("the delivery resumes after the restart (hang guard)")
+        .expect("receiver alive");
+    let before: Value = serde_json::from_slice(&first.body).unwrap();
+    let after: Value = serde_json::from_slice(&again.body).unwrap();
+    assert_eq!(before, after);
+    // The event id is still known: a retry by the sender is acknowledged, not delivered.
+    let (status, body) = env.good("wh-j1", "A-31").await;
+    assert_eq!((status, body["status"].clone()), (200, json!("duplicate")));
+    // A client that saw nothing replays from the journal, and numbering continues.
+    let (_, mut sse) = env.stream("", Some(0)).await;
+    let (id, e) = sse.next().await;
+    assert_eq!(
+        (id, e["params"]["event_id"].clone()),
+        (Some(1), json!("wh-j1"))
+    );
+    assert_eq!(env.good("wh-j2", "A-31").await.0, 202);
+    let (id, e) = sse.next().await;
+    assert_eq!(
+        (id, e["params"]["event_id"].clone()),
+        (Some(2), json!("wh-j2"))
+    );
     env.gw.stop().await.unwrap();
 }

@@ -44,6 +44,9 @@ pub struct HttpOptions {
     /// portico's key for outgoing webhooks (`/.well-known/jwks.json`); `None`: an ephemeral
     /// P-256 key made at start.
     pub webhook_key: Option<Arc<crate::webhook::keys::SigningKey>>,
+    /// The webhook journal file (accepted events and deliveries survive a restart); `None`:
+    /// in memory only.
+    pub webhook_journal: Option<std::path::PathBuf>,
 }
 
 impl Default for HttpOptions {
@@ -59,6 +62,7 @@ impl Default for HttpOptions {
             keep_alive: Duration::from_secs(15),
             shutdown_timeout: Duration::from_secs(10),
             webhook_key: None,
+            webhook_journal: None,
         }
     }
 }
@@ -75,16 +79,27 @@ pub struct Server {
 }
 
 impl Server {
-    pub fn new(core: Arc<Core>, opts: HttpOptions) -> Arc<Self> {
+    /// Fails only when the configured webhook journal cannot be opened or read.
+    pub fn new(core: Arc<Core>, opts: HttpOptions) -> std::io::Result<Arc<Self>> {
         let sessions = Sessions::new(opts.max_sessions, opts.session_idle);
-        let webhooks = crate::webhook::ingress::Ingress::with_key(opts.webhook_key.clone());
-        Arc::new(Server {
+        let journal = match &opts.webhook_journal {
+            Some(path) => Some(Arc::new(crate::webhook::journal::FileJournal::open(path)?)
+                as Arc<dyn crate::webhook::journal::Journal>),
+            None => None,
+        };
+        let webhooks =
+            crate::webhook::ingress::Ingress::with_key(opts.webhook_key.clone(), journal);
+        let resumed = webhooks.restore(&core.gateway.load())?;
+        if resumed > 0 {
+            tracing::info!(resumed, "resuming webhook deliveries from the journal");
+        }
+        Ok(Arc::new(Server {
             core,
             opts,
             sessions,
             closing: tokio::sync::watch::Sender::new(false),
             webhooks: Arc::new(webhooks),
-        })
+        }))
     }
 }
 

@@ -11,6 +11,8 @@ pub const DEFAULT_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 pub trait Dedupe: Send + Sync {
     /// Records `key`; true when it was not seen within the store's TTL (the first delivery).
     fn first_seen(&self, key: &str) -> bool;
+    /// Forgets `key` (its event could not be recorded, so a retry must not count as a repeat).
+    fn forget(&self, key: &str);
 }
 
 /// A bounded in-memory TTL store (one process; lost on restart).
@@ -37,6 +39,10 @@ impl Dedupe for MemoryDedupe {
     fn first_seen(&self, key: &str) -> bool {
         self.seen.entry(key.to_string()).or_insert(()).is_fresh()
     }
+
+    fn forget(&self, key: &str) {
+        self.seen.invalidate(key);
+    }
 }
 
 #[cfg(test)]
@@ -48,6 +54,8 @@ mod tests {
         let d = MemoryDedupe::new(10, DEFAULT_TTL);
         assert!(d.first_seen("spa\0evt-1"));
         assert!(!d.first_seen("spa\0evt-1"));
+        assert!(d.first_seen("spa\0evt-2"));
+        d.forget("spa\0evt-2");
         assert!(d.first_seen("spa\0evt-2"));
     }
 }

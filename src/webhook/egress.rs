@@ -3,6 +3,7 @@
 //! exponential-backoff retries and a dead-letter record. It never blocks the ingress (each
 //! delivery is its own task) and never sends an unsigned request.
 
+use super::journal::{Journal, Record};
 use super::keys::{SigningKey, VerifyingKey};
 use super::sig;
 use serde_json::{Value, json};
@@ -63,6 +64,8 @@ const DEAD_LETTERS: usize = 1000;
 /// portico's signer and delivery queue.
 pub struct Egress {
     key: Arc<SigningKey>,
+    /// Where deliveries are recorded as done (the ingress records them as pending).
+    journal: Option<Arc<dyn Journal>>,
     client: reqwest::Client,
     dead: Mutex<VecDeque<DeadLetter>>,
 }
@@ -75,9 +78,10 @@ fn now() -> i64 {
 }
 
 impl Egress {
-    pub fn new(key: Arc<SigningKey>) -> Arc<Egress> {
+    pub fn new(key: Arc<SigningKey>, journal: Option<Arc<dyn Journal>>) -> Arc<Egress> {
         Arc::new(Egress {
             key,
+            journal,
             client: reqwest::Client::new(),
             dead: Mutex::new(VecDeque::new()),
         })
@@ -101,15 +105,29 @@ impl Egress {
     }
 
     /// Starts delivering `event` to `url` in its own task.
+    /// `seq` is the event's journal sequence number.
     pub fn deliver(
         self: &Arc<Self>,
         url: url::Url,
         event: Arc<Value>,
         event_id: String,
         policy: RetryPolicy,
+        seq: u64,
     ) {
         let me = self.clone();
-        tokio::spawn(async move { me.run(url, event, event_id, policy).await });
+        tokio::spawn(async move {
+            let result = me.run(url.clone(), event, event_id, policy).await;
+            if let Some(j) = &me.journal {
+                let done = Record::Done {
+                    seq,
+                    url: url.to_string(),
+                    result: result.into(),
+                };
+                if let Err(e) = j.append(&done) {
+                    tracing::warn!(error = %e, "cannot record a finished delivery in the journal");
+                }
+            }
+        });
     }
 
     async fn attempt(&self, url: &url::Url, body: &[u8], timeout: Duration) -> Result<(), String> {
@@ -136,7 +154,13 @@ impl Egress {
         }
     }
 
-    async fn run(&self, url: url::Url, event: Arc<Value>, event_id: String, policy: RetryPolicy) {
+    async fn run(
+        &self,
+        url: url::Url,
+        event: Arc<Value>,
+        event_id: String,
+        policy: RetryPolicy,
+    ) -> &'static str {
         let body = event.to_string().into_bytes();
         let mut waited = Duration::ZERO;
         let mut attempts = 0;
@@ -145,7 +169,7 @@ impl Egress {
             let err = match self.attempt(&url, &body, policy.timeout).await {
                 Ok(()) => {
                     crate::ops::metrics::webhook_egress("delivered");
-                    return;
+                    return "delivered";
                 }
                 Err(e) => e,
             };
@@ -172,7 +196,7 @@ impl Egress {
                             event: (*event).clone(),
                         });
                     }
-                    return;
+                    return "dead_letter";
                 }
             }
         }

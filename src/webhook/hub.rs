@@ -215,15 +215,67 @@ impl Hub {
     /// `uri`. Returns its sequence number. Events are numbered and queued under one lock, so every
     /// client sees them in the same order (causal order per booking holds).
     pub fn publish(&self, business: &str, method: &str, event: Value, uri: Option<String>) -> u64 {
+        let published = self.publish_with(business, method, event, uri, |_, _| {
+            Ok::<(), std::convert::Infallible>(())
+        });
+        published.unwrap_or_else(|never| match never {})
+    }
+
+    /// As `publish`, but runs `before(seq, &event)` first, under the hub's lock (a journal
+    /// write): when it fails nothing is published and its error is returned.
+    pub fn publish_with<E>(
+        &self,
+        business: &str,
+        method: &str,
+        event: Value,
+        uri: Option<String>,
+        before: impl FnOnce(u64, &Value) -> Result<(), E>,
+    ) -> Result<u64, E> {
+        let Ok(mut st) = self.state.lock() else {
+            return Ok(0);
+        };
+        let seq = st.next_seq;
+        before(seq, &event)?;
+        st.next_seq += 1;
+        let e = self.record(&mut st, seq, business, method, event, uri);
+        for c in st.clients.values() {
+            if let Some(f) = self.frames(c, &e) {
+                self.enqueue(c, f);
+            }
+        }
+        Ok(seq)
+    }
+
+    /// Puts an event from before a restart back into the replay buffer and the latest-event
+    /// table, without sending it; later events are numbered after it.
+    pub fn restore(
+        &self,
+        seq: u64,
+        business: &str,
+        method: &str,
+        event: Value,
+        uri: Option<String>,
+    ) {
+        if let Ok(mut st) = self.state.lock() {
+            st.next_seq = st.next_seq.max(seq + 1);
+            self.record(&mut st, seq, business, method, event, uri);
+        }
+    }
+
+    /// Frames an event and records it in the ring and the latest-event table.
+    fn record(
+        &self,
+        st: &mut State,
+        seq: u64,
+        business: &str,
+        method: &str,
+        event: Value,
+        uri: Option<String>,
+    ) -> Arc<Event> {
         let kind = event
             .get("event")
             .and_then(Value::as_str)
             .map(str::to_string);
-        let Ok(mut st) = self.state.lock() else {
-            return 0;
-        };
-        let seq = st.next_seq;
-        st.next_seq += 1;
         let notification = frame(
             seq,
             &json!({"jsonrpc": "2.0", "method": method, "params": &event}),
@@ -252,12 +304,7 @@ impl Hub {
             st.ring.pop_front();
         }
         st.ring.push_back(e.clone());
-        for c in st.clients.values() {
-            if let Some(f) = self.frames(c, &e) {
-                self.enqueue(c, f);
-            }
-        }
-        seq
+        e
     }
 
     /// The latest event for a booking resource.

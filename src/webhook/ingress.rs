@@ -7,6 +7,7 @@ use super::config::WebhookConfig;
 use super::dedupe::{Dedupe, MemoryDedupe};
 use super::egress::Egress;
 use super::hub::Hub;
+use super::journal::{Journal, Record};
 use super::keys::{Alg, SigningKey};
 use super::sig::{self, Policy, RequestParts, SigError};
 use crate::config::Gateway;
@@ -16,6 +17,13 @@ use moka::sync::Cache;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
 
 /// What the sender is told.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,6 +45,8 @@ pub enum Refusal {
     BadEvent(String),
     #[error("no webhooks are configured for business `{0}`")]
     UnknownBusiness(String),
+    #[error("the event could not be recorded; retry later: {0}")]
+    Journal(String),
 }
 
 impl Refusal {
@@ -50,6 +60,7 @@ impl Refusal {
             Refusal::NotJson(_) => StatusCode::BAD_REQUEST,
             Refusal::BadEvent(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Refusal::UnknownBusiness(_) => StatusCode::NOT_FOUND,
+            Refusal::Journal(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -61,6 +72,7 @@ impl Refusal {
             Refusal::NotJson(_) => "payload_malformed",
             Refusal::BadEvent(_) => "event_invalid",
             Refusal::UnknownBusiness(_) => "unknown_business",
+            Refusal::Journal(_) => "journal",
         }
     }
 
@@ -87,14 +99,22 @@ pub struct Ingress {
     pub egress: Option<Arc<Egress>>,
     /// Signatures already accepted, kept for longer than any freshness window.
     signatures: Cache<Vec<u8>, ()>,
+    /// Accepted events and deliveries, written before the sender is answered.
+    journal: Option<Arc<dyn Journal>>,
 }
 
 impl Ingress {
-    pub fn new(hub: Arc<Hub>, dedupe: Arc<dyn Dedupe>, egress: Option<Arc<Egress>>) -> Self {
+    pub fn new(
+        hub: Arc<Hub>,
+        dedupe: Arc<dyn Dedupe>,
+        egress: Option<Arc<Egress>>,
+        journal: Option<Arc<dyn Journal>>,
+    ) -> Self {
         Ingress {
             hub,
             dedupe,
             egress,
+            journal,
             signatures: Cache::builder()
                 .max_capacity(1_000_000)
                 .time_to_live(Duration::from_secs(2 * 60 * 60))
@@ -104,7 +124,7 @@ impl Ingress {
 
     /// An ingress with the default hub and in-memory dedupe store, signing outgoing webhooks
     /// with `key` (or an ephemeral P-256 key).
-    pub fn with_key(key: Option<Arc<SigningKey>>) -> Self {
+    pub fn with_key(key: Option<Arc<SigningKey>>, journal: Option<Arc<dyn Journal>>) -> Self {
         let key = key.or_else(|| {
             let kid = format!("portico-{}", uuid::Uuid::new_v4().simple());
             match SigningKey::generate(Alg::EcdsaP256Sha256, &kid) {
@@ -115,12 +135,69 @@ impl Ingress {
                 }
             }
         });
-        let egress = key.map(Egress::new);
+        let egress = key.map(|k| Egress::new(k, journal.clone()));
         Ingress::new(
             Hub::new(Default::default()),
             Arc::new(MemoryDedupe::default()),
             egress,
+            journal,
         )
+    }
+
+    /// Reads the journal back after a restart: recent events return to the replay buffer, the
+    /// latest-event table and the dedupe store (sequence numbers continue after them), and
+    /// deliveries that never finished start again. The journal is compacted first.
+    pub fn restore(&self, gateway: &Gateway) -> std::io::Result<usize> {
+        let Some(journal) = &self.journal else {
+            return Ok(0);
+        };
+        let now = unix_now();
+        let ttl = super::dedupe::DEFAULT_TTL.as_secs() as i64;
+        let kept = super::journal::compact(journal.load()?, now, ttl);
+        journal.rewrite(&kept)?;
+        let mut events = std::collections::HashMap::new();
+        for r in &kept {
+            if let Record::Event {
+                seq,
+                business,
+                method,
+                event_id,
+                event,
+                uri,
+                at,
+            } = r
+            {
+                if now - at <= ttl {
+                    self.dedupe.first_seen(&format!("{business}\0{event_id}"));
+                }
+                self.hub
+                    .restore(*seq, business, method, event.clone(), uri.clone());
+                events.insert(
+                    *seq,
+                    (business.clone(), event_id.clone(), Arc::new(event.clone())),
+                );
+            }
+        }
+        let mut resumed = 0;
+        for r in &kept {
+            let (Record::Pending { seq, url }, Some(egress)) = (r, &self.egress) else {
+                continue;
+            };
+            let (Some((business, event_id, event)), Ok(url)) =
+                (events.get(seq), url::Url::parse(url))
+            else {
+                continue;
+            };
+            let policy = gateway
+                .businesses
+                .iter()
+                .find(|b| &b.name == business)
+                .and_then(|b| b.webhooks.as_ref().map(|w| w.retry))
+                .unwrap_or_default();
+            egress.deliver(url, event.clone(), event_id.clone(), policy, *seq);
+            resumed += 1;
+        }
+        Ok(resumed)
     }
 
     /// Handles one request for `business` (already read: `parts` and the raw `body`).
@@ -136,10 +213,7 @@ impl Ingress {
             .iter()
             .find(|b| b.name == business)
             .and_then(|b| b.webhooks.clone());
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs() as i64)
-            .unwrap_or(0);
+        let now = unix_now();
         let result = match &cfg {
             Some(cfg) => self.accept(cfg, parts, body, now),
             None => Err(Refusal::UnknownBusiness(business.to_string())),
@@ -229,19 +303,61 @@ impl Ingress {
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
             .map(|id| cfg.uri_for(id));
-        if !self
-            .dedupe
-            .first_seen(&format!("{}\0{event_id}", cfg.business))
-        {
+        let key = format!("{}\0{event_id}", cfg.business);
+        if !self.dedupe.first_seen(&key) {
             return Ok((event_id, false));
         }
-        if let Some(egress) = self.egress.as_ref().filter(|_| !cfg.deliver_to.is_empty()) {
-            let shared = Arc::new(event.clone());
+        let egress = self.egress.as_ref().filter(|_| !cfg.deliver_to.is_empty());
+        let shared = egress.map(|_| Arc::new(event.clone()));
+        // Journal first (under the hub's lock, so journal order is delivery order), then queue.
+        let published =
+            self.hub
+                .publish_with(
+                    &cfg.business,
+                    &cfg.method,
+                    event,
+                    uri.clone(),
+                    |seq, ev| match &self.journal {
+                        None => Ok(()),
+                        Some(j) => {
+                            j.append(&Record::Event {
+                                seq,
+                                business: cfg.business.clone(),
+                                method: cfg.method.clone(),
+                                event_id: event_id.clone(),
+                                event: ev.clone(),
+                                uri: uri.clone(),
+                                at: now,
+                            })?;
+                            for url in cfg.deliver_to.iter().filter(|_| egress.is_some()) {
+                                j.append(&Record::Pending {
+                                    seq,
+                                    url: url.to_string(),
+                                })?;
+                            }
+                            Ok::<(), std::io::Error>(())
+                        }
+                    },
+                );
+        let seq = match published {
+            Ok(seq) => seq,
+            Err(e) => {
+                self.dedupe.forget(&key);
+                tracing::error!(error = %e, "cannot write the webhook journal; refusing the event");
+                return Err(Refusal::Journal(e.to_string()));
+            }
+        };
+        if let (Some(egress), Some(shared)) = (egress, shared) {
             for url in &cfg.deliver_to {
-                egress.deliver(url.clone(), shared.clone(), event_id.clone(), cfg.retry);
+                egress.deliver(
+                    url.clone(),
+                    shared.clone(),
+                    event_id.clone(),
+                    cfg.retry,
+                    seq,
+                );
             }
         }
-        self.hub.publish(&cfg.business, &cfg.method, event, uri);
         Ok((event_id, true))
     }
 }

@@ -9,6 +9,7 @@ pub mod edge;
 pub mod egress;
 pub mod hub;
 pub mod ingress;
+pub mod journal;
 pub mod keys;
 pub mod sfv;
 pub mod sig;
