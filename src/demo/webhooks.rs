@@ -1,6 +1,5 @@
-//! The demo backend's webhook sender: wraps each legacy appointment event with an id and a time,
-//! signs it (RFC 9421, `ecdsa-p256-sha256`, the demo key) and POSTs it to portico, retrying a few
-//! times. It holds the demo's private key, which is public knowledge: never use it elsewhere.
+//! The demo backend's webhook sender: wraps legacy appointment events, signs them with the demo key, POSTs them to portico.
+//! Its private key is public knowledge (demo only): never use it for anything else.
 
 use crate::webhook::keys::SigningKey;
 use crate::webhook::sig;

@@ -1,6 +1,5 @@
-//! `portico webhook-sign` and `portico webhook-verify`: sign a webhook body the way portico's
-//! senders do, or check a signed request against a JWKS, from files (for operators and interop
-//! tests). It reads and prints only; it never sends anything or prints private key material.
+//! `portico webhook-sign` / `webhook-verify`: sign a webhook body, or check a signed request against a JWKS, from files.
+//! It reads and prints only: it never sends anything or prints private key material.
 
 use super::keys::{Alg, SigningKey, VerifyingKey};
 use super::sig::{self, Policy, RequestParts, USP_COMPONENTS};

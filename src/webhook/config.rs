@@ -1,6 +1,5 @@
-//! A business's compiled webhook settings: verifying keys, accepted algorithms, freshness
-//! window, HMAC secret, the jq transform and where the event id and booking id are. It is built
-//! at load and never changed; a problem becomes a `Diagnostic`, never a panic.
+//! A business's compiled `webhooks:` settings: keys, algorithms, freshness window, HMAC secret, transform, pointers, egress.
+//! Built at load and never changed; it never panics on user input (every problem becomes a `Diagnostic`).
 
 use super::egress::RetryPolicy;
 use super::keys::{Alg, VerifyingKey};

@@ -1,5 +1,5 @@
-//! Event-id deduplication behind a trait, so a shared (Redis) store can replace the in-memory
-//! one. The in-memory store is bounded and expiring; it never grows without limit or blocks.
+//! Event-id deduplication behind a trait (a Redis store can replace it); the bounded, expiring in-memory store.
+//! It never grows without limit and never blocks.
 
 use moka::sync::Cache;
 use std::time::Duration;

@@ -1,5 +1,4 @@
-//! The webhook pieces the MCP HTTP edge calls: reading a `POST /webhooks/{business}` request,
-//! and answering `resources/read|subscribe|unsubscribe` for booking resources fed by webhooks.
+//! What the MCP HTTP edge calls: reading a webhook request, booking-resource reads/subscriptions, `subscriptions/listen`.
 //! It holds no state of its own and never interprets tools.
 
 use super::ingress::{Ingress, Reply};

@@ -1,7 +1,5 @@
-//! Signed outgoing webhooks: each accepted event is POSTed to the business's `deliver_to` URLs,
-//! signed with portico's own key (RFC 9421, `Content-Digest`, fresh `created` per attempt), with
-//! exponential-backoff retries and a dead-letter record. It never blocks the ingress (each
-//! delivery is its own task) and never sends an unsigned request.
+//! Signed outgoing webhooks to `deliver_to` URLs (RFC 9421 with portico's key), backoff retries, dead letters.
+//! It never blocks the ingress (one task per delivery) and never sends an unsigned request.
 
 use super::journal::{Journal, Record};
 use super::keys::{SigningKey, VerifyingKey};

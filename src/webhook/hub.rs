@@ -1,6 +1,4 @@
-//! Fan-out of accepted events to MCP clients: one sequence (SSE event ids), a bounded replay
-//! buffer for `Last-Event-ID`, bounded per-client queues (overflow drops the oldest frame and
-//! counts it), per-session resource subscriptions and the latest event per booking resource.
+//! Fan-out to MCP clients: SSE ids, `Last-Event-ID` replay, drop-oldest per-client queues, subscriptions, latest per booking.
 //! It never holds a lock across an await and never lets one slow client block another.
 
 use bytes::Bytes;

@@ -1,7 +1,5 @@
-//! `POST /webhooks/{business}`: reads the raw body, verifies `Content-Digest` first, then the
-//! RFC 9421 signature (or the legacy HMAC header), refuses replayed signatures, transforms the
-//! payload into the protocol event, deduplicates by event id and queues it on the hub. It answers
-//! 2xx only after the event is queued, and it never queues anything that failed a check.
+//! `POST /webhooks/{business}`: digest first, then signature, replay, transform, dedupe, journal, queue, then 2xx.
+//! It never queues anything that failed a check, and never answers 2xx before the event is queued.
 
 use super::config::WebhookConfig;
 use super::dedupe::{Dedupe, MemoryDedupe};

@@ -1,7 +1,5 @@
-//! The webhook journal: accepted events and outgoing deliveries, written (and synced) before a
-//! webhook is acknowledged, read back at start so a restart loses nothing acknowledged. Behind a
-//! trait so a shared (Redis) store can replace the file. It never acknowledges what it could not
-//! write, and a torn last line is skipped, never fatal.
+//! The webhook journal (trait; JSON-lines file synced per append): accepted events and deliveries, read back at start.
+//! It never acknowledges what it could not write, and a torn last line is skipped, never fatal.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

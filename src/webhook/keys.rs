@@ -1,6 +1,5 @@
-//! Signature keys: public JWKs (a JWKS file or a profile's `keys[]`) as verifying keys, and
-//! private keys that sign (`ecdsa-p256-sha256`, `ed25519`). It never logs or serialises private
-//! key material except through `SigningKey::private_jwk`, which only a key's owner calls.
+//! Signature keys: public JWKs (JWKS file or a profile's `keys[]`) that verify, private JWKs that sign.
+//! It never logs private key material (only `SigningKey::private_jwk`, for the key's owner, serialises it).
 
 use aws_lc_rs::rand::SystemRandom;
 use aws_lc_rs::signature::{

@@ -1,6 +1,5 @@
-//! Webhooks <-> MCP notifications: verified ingress (`POST /webhooks/{business}`), dedupe,
-//! fan-out to MCP clients with replay, and the signature primitives. It never delivers an event
-//! whose digest, signature or payload failed a check, and never blocks one client on another.
+//! Webhooks <-> MCP notifications: verified ingress, dedupe, fan-out with replay, signed egress, signature primitives.
+//! It never delivers an event whose digest, signature or payload failed a check, nor blocks one client on another.
 
 pub mod cli;
 pub mod config;

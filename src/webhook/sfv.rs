@@ -1,6 +1,5 @@
-//! The subset of HTTP Structured Field Values (RFC 8941/9651) that signatures and digests use:
-//! dictionaries of items or inner lists, with parameters. It never panics on input: a value it
-//! cannot parse is an error, never a guess.
+//! The subset of HTTP Structured Field Values (RFC 8941/9651) signatures and digests use: dictionaries, inner lists, params.
+//! It never panics on input and never guesses: a value it cannot parse is an error.
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;

@@ -1,7 +1,5 @@
-//! RFC 9421 HTTP Message Signatures (request signing and verification for `ecdsa-p256-sha256`
-//! and `ed25519`), RFC 9530 `Content-Digest` (sha-256) and the legacy HMAC-SHA256 header scheme.
-//! It works on raw bytes and header values only: it never re-serialises a body, and it never
-//! accepts a signature whose algorithm, key, freshness or covered components it cannot check.
+//! RFC 9421 signatures (`ecdsa-p256-sha256`, `ed25519`), RFC 9530 `Content-Digest` (sha-256), the legacy HMAC scheme.
+//! It never re-serialises a body, nor accepts a signature whose algorithm, key, freshness or components it cannot check.
 
 use super::keys::{Alg, KeyError, SigningKey, VerifyingKey};
 use super::sfv::{self, Bare, Item, Member, Params};
