@@ -881,3 +881,47 @@ async fn acknowledged_events_survive_a_restart_with_a_journal() {
     );
     env.gw.stop().await.unwrap();
 }
+
+/// Mistakes in a `webhooks:` section fail the load, each named with its line, key and a hint.
+#[test]
+fn webhook_mapping_mistakes_are_diagnosed() {
+    let dir = std::env::temp_dir().join(format!("portico-whbad-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = format!(
+        r#"business: spa
+binding: usp
+openrpc: {openrpc}
+backend:
+  url: http://127.0.0.1:9/spa
+tools: {{}}
+webhooks:
+  jwks: missing.json
+  algorithms: [rsa-pss-sha512]
+  max_age: soon
+  event_id: event_id
+  transform: '{{ event: '
+  deliver_to: ["ftp://platform.example/hooks"]
+  retry: {{ initial: later }}
+"#,
+        openrpc = root().join("openrpc/usp.openrpc.json").display(),
+    );
+    let file = dir.join("spa.yaml");
+    std::fs::write(&file, text).unwrap();
+    let diags = portico::config::load(&[file]).expect_err("the mapping is refused");
+    let at: Vec<&str> = diags.iter().filter_map(|d| d.at.as_deref()).collect();
+    for key in [
+        "webhooks.jwks",
+        "webhooks.algorithms",
+        "webhooks.max_age",
+        "webhooks.event_id",
+        "webhooks.transform",
+        "webhooks.deliver_to",
+        "webhooks.retry",
+    ] {
+        assert!(at.contains(&key), "{key} not diagnosed: {diags:?}");
+    }
+    for d in &diags {
+        assert!(d.line.is_some() && d.hint.is_some(), "{d:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
