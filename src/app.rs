@@ -102,7 +102,7 @@ pub async fn start_with(
         info,
     });
     let status = Arc::new(ReloadStatus::default());
-    let server = Server::new(core.clone(), opts);
+    let server = Server::new(core.clone(), opts)?;
     let (tx, rx) = oneshot::channel::<()>();
     let task = tokio::spawn(http::serve(listener, server.clone(), async move {
         let _ = rx.await;

@@ -26,3 +26,4 @@ pub mod model;
 pub mod ops;
 pub mod translate;
 pub mod upstream;
+pub mod webhook;

@@ -86,6 +86,14 @@ enum Command {
         /// Server name announced in `serverInfo` (e.g. `autonym`, which its B3 binding requires).
         #[arg(long, default_value = "portico", env = "PORTICO_SERVER_NAME")]
         server_name: String,
+        /// portico's private JWK for outgoing webhooks (served public at
+        /// /.well-known/jwks.json); default: an ephemeral P-256 key.
+        #[arg(long, env = "PORTICO_WEBHOOK_KEY")]
+        webhook_key: Option<PathBuf>,
+        /// File where accepted webhooks and pending deliveries are journaled (synced before the
+        /// sender is answered) and read back at start; default: memory only.
+        #[arg(long, env = "PORTICO_WEBHOOK_JOURNAL")]
+        webhook_journal: Option<PathBuf>,
     },
     /// Serve MCP over stdio (one JSON-RPC message per line; logs go to stderr).
     Stdio {
@@ -111,6 +119,36 @@ enum Command {
         /// Port of the legacy API (the demo mappings expect 9101).
         #[arg(long, default_value_t = 9101)]
         port: u16,
+    },
+    /// Sign a webhook body (RFC 9421 + Content-Digest) with a private JWK; prints header lines.
+    WebhookSign {
+        /// Private JWK file (EC P-256 or OKP Ed25519, with `d`).
+        #[arg(long)]
+        key: PathBuf,
+        /// The URL the webhook is POSTed to (its authority and path are signed).
+        #[arg(long)]
+        url: String,
+        /// The exact body bytes.
+        #[arg(long)]
+        body: PathBuf,
+        /// `created` in Unix seconds (default: now).
+        #[arg(long)]
+        created: Option<i64>,
+    },
+    /// Verify a signed webhook request (header lines + body) against a JWKS.
+    WebhookVerify {
+        #[arg(long)]
+        jwks: PathBuf,
+        #[arg(long)]
+        url: String,
+        /// File of `Name: value` header lines.
+        #[arg(long)]
+        headers: PathBuf,
+        #[arg(long)]
+        body: PathBuf,
+        /// Freshness window for `created`.
+        #[arg(long, default_value = "300s", value_parser = duration)]
+        max_age: Duration,
     },
     /// Load and compile mapping files and OpenRPC documents; report every problem.
     Check {
@@ -204,10 +242,52 @@ async fn wait_for_signal() {
     }
 }
 
+/// Reads portico's webhook signing key (a private JWK file).
+fn load_webhook_key(
+    path: &std::path::Path,
+) -> Result<std::sync::Arc<portico::webhook::keys::SigningKey>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read --webhook-key {}: {e}", path.display()))?;
+    let jwk: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| format!("--webhook-key {} is not JSON: {e}", path.display()))?;
+    portico::webhook::keys::SigningKey::from_jwk(&jwk)
+        .map(std::sync::Arc::new)
+        .map_err(|e| format!("--webhook-key {}: {e}", path.display()))
+}
+
+/// Prints a helper command's output, or its error on stderr with a failing exit code.
+fn cli_result(r: Result<String, String>) -> ExitCode {
+    match r {
+        Ok(out) => {
+            print!("{out}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::WebhookSign {
+            key,
+            url,
+            body,
+            created,
+        } => cli_result(portico::webhook::cli::sign(&key, &url, &body, created)),
+        Command::WebhookVerify {
+            jwks,
+            url,
+            headers,
+            body,
+            max_age,
+        } => cli_result(portico::webhook::cli::verify(
+            &jwks, &url, &headers, &body, max_age,
+        )),
         Command::Check { paths, strict } => {
             let report = portico::check::run(&paths);
             for d in &report.diagnostics {
@@ -242,14 +322,25 @@ async fn main() -> ExitCode {
             reload_interval,
             log_format,
             server_name,
+            webhook_key,
+            webhook_journal,
         } => {
             init_logging_as(log_format);
+            let webhook_key = match webhook_key.map(|p| load_webhook_key(&p)).transpose() {
+                Ok(k) => k,
+                Err(e) => {
+                    eprintln!("{e}");
+                    return ExitCode::FAILURE;
+                }
+            };
             let Some(gateway) = load_config(&config) else {
                 return ExitCode::FAILURE;
             };
             let mut opts = HttpOptions {
                 max_body_bytes,
                 shutdown_timeout,
+                webhook_key,
+                webhook_journal,
                 ..HttpOptions::default()
             };
             opts.allowed_hosts.extend(allowed_hosts);

@@ -222,11 +222,14 @@ fn spa_with_discovery(discovery: &str) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(root.join("mappings/demo-spa.yaml")).unwrap();
     let openrpc = root.join("openrpc/usp.openrpc.json");
+    // The demo's webhook keys sit next to the mapping; the copy points at them in place.
+    let keys = root.join("mappings/demo-webhook-keys.json");
     let text = text
         .replace(
             "openrpc: ../openrpc/usp.openrpc.json",
             &format!("openrpc: {}", openrpc.display()),
         )
+        .replace("jwks: demo-webhook-keys.json", &format!("jwks: {}", keys.display()))
         .replace(
             "discovery:\n  business: { name: Seaside Spa, timezone: Europe/Lisbon, currency: EUR }\n",
             discovery,

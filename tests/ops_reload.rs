@@ -167,8 +167,14 @@ async fn a_broken_mapping_is_refused_and_reported() {
         .unwrap()
         .replace("127.0.0.1:9101", &addr.to_string());
     std::fs::write(&file, fixed).unwrap();
-    until_listed(&client, &url, "the fixed file is applied").await;
-    assert!(gw.reload.report().last_ok);
+    // `text` stayed listed all along (the old configuration kept serving): wait for the reload.
+    let reload = gw.reload.clone();
+    eventually("the fixed file is applied", || {
+        let ok = reload.report().last_ok;
+        async move { ok }
+    })
+    .await;
+    until_listed(&client, &url, "the fixed configuration serves").await;
     gw.stop().await.unwrap();
 }
 

@@ -63,6 +63,8 @@ pub struct Business {
     pub backend: Backend,
     /// Values for the discovery profile (`/.well-known/...`).
     pub discovery: super::mapping::DiscoverySpec,
+    /// Incoming webhook settings, when the mapping declares `webhooks`.
+    pub webhooks: Option<Arc<crate::webhook::config::WebhookConfig>>,
 }
 
 /// What a status means, compiled.
@@ -260,7 +262,7 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
 }
 
 /// Replaces `${NAME}` with the environment variable; names the missing ones.
-fn substitute_env(s: &str) -> Result<String, String> {
+pub(crate) fn substitute_env(s: &str) -> Result<String, String> {
     let mut out = String::new();
     let mut rest = s;
     while let Some(i) = rest.find("${") {
@@ -619,6 +621,19 @@ fn compile_file(
         spec.definitions.as_deref(),
         diags,
     );
+    let webhooks = spec.webhooks.as_ref().and_then(|w| {
+        crate::webhook::config::compile(
+            w,
+            &spec.business,
+            kind,
+            file,
+            &text,
+            spec.definitions.as_deref(),
+        )
+        .map_err(|ds| diags.extend(ds))
+        .ok()
+        .map(Arc::new)
+    });
     let backend = backend?;
     check_discovery(file, &text, &spec.discovery, diags);
     let business = Arc::new(Business {
@@ -627,6 +642,7 @@ fn compile_file(
         binding,
         backend,
         discovery: spec.discovery.clone(),
+        webhooks,
     });
 
     let mut tools = Vec::new();

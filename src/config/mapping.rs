@@ -42,6 +42,9 @@ pub struct MappingFile {
     /// What `/.well-known/ucp` or `/.well-known/usp` advertises for this business.
     #[serde(default)]
     pub discovery: DiscoverySpec,
+    /// Incoming webhooks from this business (`POST /webhooks/{business}`), see docs/mapping.md.
+    #[serde(default)]
+    pub webhooks: Option<WebhookSpec>,
 }
 
 /// Discovery-profile values that the protocol binding cannot derive.
@@ -60,6 +63,71 @@ pub struct DiscoverySpec {
     /// Public JWKs published as `keys[]` (webhook signature verification).
     #[serde(default)]
     pub keys: Vec<serde_json::Value>,
+}
+
+/// How the business's webhooks are verified, deduplicated and turned into protocol events.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookSpec {
+    /// JWKS file with the sender's public keys (relative to this file).
+    #[serde(default)]
+    pub jwks: Option<String>,
+    /// Accepted RFC 9421 algorithms; default both `ecdsa-p256-sha256` and `ed25519`.
+    #[serde(default)]
+    pub algorithms: Vec<String>,
+    /// Largest distance between the signature's `created` and now; default 300s.
+    #[serde(default)]
+    pub max_age: Option<String>,
+    /// Legacy HMAC-SHA256 header scheme for senders that cannot do RFC 9421.
+    #[serde(default)]
+    pub hmac: Option<HmacSpec>,
+    /// jq program: legacy payload -> protocol event; default: the payload as is.
+    #[serde(default)]
+    pub transform: Option<String>,
+    /// JSON pointer to the event id in the event; default `/event_id`.
+    #[serde(default)]
+    pub event_id: Option<String>,
+    /// JSON pointer to the booking id in the event; default `/booking_id`.
+    #[serde(default)]
+    pub resource_id: Option<String>,
+    /// Resource URI per booking, `{id}` replaced; default `usp://bookings/{id}` (usp).
+    #[serde(default)]
+    pub resource_uri: Option<String>,
+    /// JSON-RPC notification method; default `usp_webhook` (usp), else `notifications/webhook`.
+    #[serde(default)]
+    pub method: Option<String>,
+    /// URLs each accepted event is POSTed to, signed with portico's own key.
+    #[serde(default)]
+    pub deliver_to: Vec<String>,
+    /// Retry schedule for `deliver_to` (USP defaults: 30s initial, 3 retries, 15m in total).
+    #[serde(default)]
+    pub retry: Option<RetrySpec>,
+}
+
+/// Exponential backoff for outgoing webhooks.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetrySpec {
+    #[serde(default)]
+    pub initial: Option<String>,
+    #[serde(default)]
+    pub retries: Option<u32>,
+    #[serde(default)]
+    pub max_total: Option<String>,
+    /// Time allowed for one attempt; default 10s.
+    #[serde(default)]
+    pub timeout: Option<String>,
+}
+
+/// The legacy HMAC scheme: `<header>: t=<unix>,v1=<hex HMAC-SHA256 of "t.body">`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HmacSpec {
+    /// Shared secret; use `${ENV_VAR}`.
+    pub secret: String,
+    /// Header name; default `X-Webhook-Signature`.
+    #[serde(default)]
+    pub header: Option<String>,
 }
 
 /// Where and how to reach the backend.

@@ -18,6 +18,7 @@ use hyper_util::server::conn::auto;
 use percent_encoding::percent_decode_str;
 use serde_json::{Map, Value, json};
 use tokio::net::TcpListener;
+use tokio::sync::mpsc;
 use tokio::task::{JoinHandle, JoinSet};
 
 const API_KEY: &str = "demo-key";
@@ -32,6 +33,8 @@ const CCY: &str = "EUR";
 /// The demo backend: shared, seeded state plus the accept loop that serves it.
 pub struct Backend {
     shared: Arc<Mutex<State>>,
+    /// Legacy webhook events (`{kind, appointment}`), in change order, when someone listens.
+    outbox: Option<mpsc::Sender<Value>>,
 }
 
 impl Backend {
@@ -39,7 +42,15 @@ impl Backend {
     pub fn new() -> Self {
         Self {
             shared: Arc::new(Mutex::new(State::seeded())),
+            outbox: None,
         }
+    }
+
+    /// Also emits a legacy webhook event on `outbox` for every appointment booked, cancelled or
+    /// moved (dropped when the outbox is full; signing and sending is the caller's job).
+    pub fn with_outbox(mut self, outbox: mpsc::Sender<Value>) -> Self {
+        self.outbox = Some(outbox);
+        self
     }
 
     /// Accepts connections until this future is dropped or its task aborted; one task per
@@ -51,9 +62,10 @@ impl Backend {
                 accepted = listener.accept() => match accepted {
                     Ok((stream, _peer)) => {
                         let shared = Arc::clone(&self.shared);
+                        let outbox = self.outbox.clone();
                         conns.spawn(async move {
                             let _ = stream.set_nodelay(true);
-                            let svc = service_fn(move |req| handle(Arc::clone(&shared), req));
+                            let svc = service_fn(move |req| handle(Arc::clone(&shared), outbox.clone(), req));
                             let _ = auto::Builder::new(TokioExecutor::new())
                                 .serve_connection(TokioIo::new(stream), svc)
                                 .await;
@@ -317,12 +329,27 @@ fn has_key(headers: &HeaderMap) -> bool {
 
 async fn handle(
     shared: Arc<Mutex<State>>,
+    outbox: Option<mpsc::Sender<Value>>,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
-    Ok(handle_inner(&shared, req).await)
+    Ok(handle_inner(&shared, outbox.as_ref(), req).await)
 }
 
-async fn handle_inner(shared: &Mutex<State>, req: Request<Incoming>) -> Response<Full<Bytes>> {
+/// The legacy webhook kind a successful appointment change emits.
+fn webhook_kind(id: RouteId, status: StatusCode) -> Option<&'static str> {
+    match (id, status) {
+        (RouteId::CreateAppointment, StatusCode::CREATED) => Some("appointment.booked"),
+        (RouteId::CancelAppointment, StatusCode::OK) => Some("appointment.cancelled"),
+        (RouteId::MoveAppointment, StatusCode::OK) => Some("appointment.moved"),
+        _ => None,
+    }
+}
+
+async fn handle_inner(
+    shared: &Mutex<State>,
+    outbox: Option<&mpsc::Sender<Value>>,
+    req: Request<Incoming>,
+) -> Response<Full<Bytes>> {
     let (idx, params) = match resolve(req.method(), req.uri().path()) {
         Resolved::Found(idx, params) => (idx, params),
         Resolved::NoRoute => {
@@ -357,7 +384,16 @@ async fn handle_inner(shared: &Mutex<State>, req: Request<Incoming>) -> Response
 
     let (status, value) = {
         let mut state = lock(shared);
-        dispatch(&mut state, def.id, &params, query.as_deref(), &body)
+        let reply = dispatch(&mut state, def.id, &params, query.as_deref(), &body);
+        // Emitted under the state lock, so events leave in the order the changes happened.
+        if let (Some(tx), Some(kind), Some(a)) = (
+            outbox,
+            webhook_kind(def.id, reply.0),
+            reply.1.get("appointment"),
+        ) {
+            let _ = tx.try_send(json!({"kind": kind, "appointment": a}));
+        }
+        reply
     };
     json_response(status, &value)
 }
@@ -571,7 +607,8 @@ const fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
+/// Days since 1970-01-01 -> (year, month, day), proleptic Gregorian.
+pub(crate) fn civil_from_days(z: i64) -> (i64, i64, i64) {
     let z = z + 719_468;
     let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
     let doe = z - era * 146_097;

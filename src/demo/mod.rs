@@ -3,6 +3,7 @@
 
 pub mod backend;
 pub mod fixtures;
+pub mod webhooks;
 
 use crate::app::{self, Running};
 use crate::config;
@@ -27,6 +28,10 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../mappings/demo-concierge.yaml"),
     ),
     (
+        "mappings/demo-webhook-keys.json",
+        include_str!("../../mappings/demo-webhook-keys.json"),
+    ),
+    (
         "openrpc/usp.openrpc.json",
         include_str!("../../openrpc/usp.openrpc.json"),
     ),
@@ -39,6 +44,9 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../openrpc/ucp-ask.openrpc.json"),
     ),
 ];
+
+/// The demo business whose backend sends webhooks.
+pub const WEBHOOK_BUSINESS: &str = "seaside-spa";
 
 /// The backend address written in the demo mappings.
 pub const MAPPED_BACKEND: &str = "127.0.0.1:9101";
@@ -66,6 +74,8 @@ pub struct Demo {
     /// The conformance fixture backend, when started with fixtures.
     pub fixtures: Option<(SocketAddr, tokio::task::JoinHandle<std::io::Result<()>>)>,
     pub dir: PathBuf,
+    /// The backend's signed-webhook sender (to portico's `/webhooks/seaside-spa`).
+    pub webhook_task: tokio::task::JoinHandle<()>,
 }
 
 impl Demo {
@@ -77,6 +87,11 @@ impl Demo {
         format!("http://{}", self.backend_addr)
     }
 
+    /// Where the demo backend sends its signed webhooks.
+    pub fn webhooks_url(&self) -> String {
+        format!("http://{}/webhooks/{WEBHOOK_BUSINESS}", self.gateway.addr)
+    }
+
     /// Lines printed by `portico demo`: `name: url`, then one example call.
     pub fn banner(&self) -> String {
         let mcp = self.mcp_url();
@@ -86,8 +101,9 @@ impl Demo {
             .map(|(a, _)| format!("fixtures: http://{a}\n"))
             .unwrap_or_default();
         format!(
-            "mcp: {mcp}\nbackend: {backend}\n{admin}{fixtures}example: curl -s {mcp} -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: usp_services_list' -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{{\"name\":\"usp_services_list\",\"arguments\":{{}},\"_meta\":{{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{{}}}}}}}}'\n",
+            "mcp: {mcp}\nbackend: {backend}\nwebhooks: {webhooks}\n{admin}{fixtures}example: curl -s {mcp} -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: usp_services_list' -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{{\"name\":\"usp_services_list\",\"arguments\":{{}},\"_meta\":{{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{{}}}}}}}}'\n",
             backend = self.backend_url(),
+            webhooks = self.webhooks_url(),
             admin = self
                 .gateway
                 .admin_url()
@@ -99,6 +115,7 @@ impl Demo {
     pub async fn stop(self) {
         let _ = self.gateway.stop().await;
         self.backend_task.abort();
+        self.webhook_task.abort();
         if let Some((_, task)) = self.fixtures {
             task.abort();
         }
@@ -163,10 +180,15 @@ pub async fn start_with(port: u16, fixtures: bool) -> Result<Demo, String> {
     } else {
         None
     };
-    let (backend_addr, backend_task) =
-        backend::spawn(SocketAddr::from((Ipv4Addr::LOCALHOST, backend_port)))
+    let (outbox, events) = tokio::sync::mpsc::channel(1024);
+    let listener =
+        tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, backend_port)))
             .await
             .map_err(|e| format!("cannot start the demo backend on port {backend_port}: {e}"))?;
+    let backend_addr = listener
+        .local_addr()
+        .map_err(|e| format!("demo backend address: {e}"))?;
+    let backend_task = tokio::spawn(backend::Backend::new().with_outbox(outbox).serve(listener));
     let dir = write_files(backend_addr, fixtures.as_ref().map(|(a, _)| *a))
         .map_err(|e| format!("cannot write the demo files: {e}"))?;
     let gateway = config::load(&[dir.join("mappings")]).map_err(|ds| {
@@ -203,11 +225,18 @@ pub async fn start_with(port: u16, fixtures: bool) -> Result<Demo, String> {
     )
     .await
     .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;
+    let hooks = url::Url::parse(&format!(
+        "http://{}/webhooks/{WEBHOOK_BUSINESS}",
+        gateway.addr
+    ))
+    .map_err(|e| format!("webhook URL: {e}"))?;
+    let webhook_task = tokio::spawn(webhooks::run(events, hooks));
     Ok(Demo {
         gateway,
         backend_addr,
         backend_task,
         fixtures,
         dir,
+        webhook_task,
     })
 }

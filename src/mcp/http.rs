@@ -42,6 +42,12 @@ pub struct HttpOptions {
     pub keep_alive: Duration,
     /// How long in-flight requests may run after shutdown starts.
     pub shutdown_timeout: Duration,
+    /// portico's key for outgoing webhooks (`/.well-known/jwks.json`); `None`: an ephemeral
+    /// P-256 key made at start.
+    pub webhook_key: Option<Arc<crate::webhook::keys::SigningKey>>,
+    /// The webhook journal file (accepted events and deliveries survive a restart); `None`:
+    /// in memory only.
+    pub webhook_journal: Option<std::path::PathBuf>,
 }
 
 impl Default for HttpOptions {
@@ -56,6 +62,8 @@ impl Default for HttpOptions {
             session_idle: Duration::from_secs(30 * 60),
             keep_alive: Duration::from_secs(15),
             shutdown_timeout: Duration::from_secs(10),
+            webhook_key: None,
+            webhook_journal: None,
         }
     }
 }
@@ -67,17 +75,32 @@ pub struct Server {
     pub sessions: Sessions,
     /// Turns true when shutdown starts; SSE streams end on it.
     pub closing: tokio::sync::watch::Sender<bool>,
+    /// Webhook ingress and fan-out (`POST /webhooks/{business}`, GET stream notifications).
+    pub webhooks: Arc<crate::webhook::ingress::Ingress>,
 }
 
 impl Server {
-    pub fn new(core: Arc<Core>, opts: HttpOptions) -> Arc<Self> {
+    /// Fails only when the configured webhook journal cannot be opened or read.
+    pub fn new(core: Arc<Core>, opts: HttpOptions) -> std::io::Result<Arc<Self>> {
         let sessions = Sessions::new(opts.max_sessions, opts.session_idle);
-        Arc::new(Server {
+        let journal = match &opts.webhook_journal {
+            Some(path) => Some(Arc::new(crate::webhook::journal::FileJournal::open(path)?)
+                as Arc<dyn crate::webhook::journal::Journal>),
+            None => None,
+        };
+        let webhooks =
+            crate::webhook::ingress::Ingress::with_key(opts.webhook_key.clone(), journal);
+        let resumed = webhooks.restore(&core.gateway.load())?;
+        if resumed > 0 {
+            tracing::info!(resumed, "resuming webhook deliveries from the journal");
+        }
+        Ok(Arc::new(Server {
             core,
             opts,
             sessions,
             closing: tokio::sync::watch::Sender::new(false),
-        })
+            webhooks: Arc::new(webhooks),
+        }))
     }
 }
 
@@ -247,6 +270,19 @@ impl Server {
 
     /// Entry point for every HTTP request.
     pub async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Response<Body> {
+        // Webhooks come from other hosts: the signature, not Host/Origin, vouches for them.
+        if let Some(business) = req.uri().path().strip_prefix("/webhooks/") {
+            let business = business.to_string();
+            let gateway = self.core.gateway.load_full();
+            let max = self.opts.max_body_bytes;
+            let r = crate::webhook::edge::receive(&self.webhooks, &gateway, &business, req, max);
+            let reply = r.await;
+            return json_response(reply.status, &reply.body);
+        }
+        if req.uri().path() == "/.well-known/jwks.json" && req.method() == Method::GET {
+            let keys = self.webhooks.egress.as_ref().map(|e| e.jwks());
+            return json_response(StatusCode::OK, &keys.unwrap_or_else(|| json!({"keys": []})));
+        }
         if req.uri().path().starts_with("/.well-known/") {
             if let Some(r) = self.check_origin(&req) {
                 return r;
@@ -324,12 +360,30 @@ impl Server {
         };
         let (tx, rx) = mpsc::channel::<Bytes>(256);
         session.attach_stream(tx);
+        let last_event_id = req
+            .headers()
+            .get("last-event-id")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        let filter = crate::webhook::hub::Filter::from_query(req.uri().query());
+        let events = self.webhooks.hub.listen(&sid, filter, last_event_id);
+        self.stream_response(futures_util::stream::select(
+            tokio_stream_receiver(rx),
+            events,
+        ))
+    }
+
+    /// A long-lived SSE response: `source` plus keep-alive comments, ended by shutdown.
+    fn stream_response(
+        &self,
+        source: impl futures_util::Stream<Item = Bytes> + Send + Sync + 'static,
+    ) -> Response<Body> {
         let keep_alive = self.opts.keep_alive;
         let ticks = tokio_stream_interval(keep_alive);
         let open = crate::ops::metrics::SseClient::open();
         let mut closing = self.closing.subscribe();
         let frames = futures_util::stream::select(
-            tokio_stream_receiver(rx),
+            source,
             ticks.map(|_| Bytes::from_static(b": keep-alive\n\n")),
         )
         .take_until(async move {
@@ -352,6 +406,7 @@ impl Server {
             return r;
         };
         if self.sessions.remove(&sid) {
+            self.webhooks.hub.end_session(&sid);
             empty(StatusCode::OK)
         } else {
             rpc_error(
@@ -658,6 +713,17 @@ impl Server {
             }
             Message::Notification { .. } | Message::Response { .. } => empty(StatusCode::ACCEPTED),
             Message::Request { id, method, params } => {
+                if method.starts_with("resources/")
+                    && let Some(answer) = crate::webhook::edge::intercept(
+                        &self.webhooks,
+                        &self.core.gateway.load(),
+                        &session.id,
+                        &method,
+                        params.as_ref(),
+                    )
+                {
+                    return self.reply(&id, answer, json_ok, sse_ok, None);
+                }
                 let era = Era::Legacy(session.version.clone());
                 if method == "tools/call" {
                     let level = session.calls.level();
@@ -826,6 +892,42 @@ impl Server {
                 "params._meta[\"io.modelcontextprotocol/clientCapabilities\"] is required".into(),
                 None,
             );
+        }
+        if method == "resources/read"
+            && let Some(Answer::Result(mut r)) = crate::webhook::edge::intercept(
+                &self.webhooks,
+                &self.core.gateway.load(),
+                "",
+                &method,
+                params.as_ref(),
+            )
+        {
+            // Booking resources fed by webhooks: event data, never cached.
+            r["resultType"] = json!("complete");
+            r["ttlMs"] = json!(0);
+            r["cacheScope"] = json!("private");
+            r["_meta"] = json!({"io.modelcontextprotocol/serverInfo": {
+                "name": self.core.info.name, "version": self.core.info.version}});
+            return self.reply(&id, Answer::Result(r), json_ok, sse_ok, None);
+        }
+        if method == "subscriptions/listen" {
+            let gateway = self.core.gateway.load();
+            return match crate::webhook::edge::listen(
+                &self.webhooks,
+                &gateway,
+                &id,
+                params.as_ref(),
+            ) {
+                Ok(frames) if sse_ok => self.stream_response(frames),
+                Ok(_) => rpc_error(
+                    StatusCode::NOT_ACCEPTABLE,
+                    &id,
+                    INVALID_REQUEST,
+                    "Not Acceptable: subscriptions/listen answers with text/event-stream",
+                    None,
+                ),
+                Err(answer) => self.reply(&id, answer, json_ok, sse_ok, None),
+            };
         }
         let era = Era::Modern(version.to_string());
         let token = notify::progress_token(params.as_ref());

@@ -32,6 +32,16 @@ pub const RELOAD_FAILURES: &str = "portico_config_reload_failures_total";
 pub const RELOAD_OK: &str = "portico_config_last_reload_success";
 /// Tools in the configuration being served.
 pub const TOOLS: &str = "portico_config_tools";
+/// Webhooks received by business and result (`queued`, `duplicate`, or the refusal slug).
+pub const WEBHOOKS: &str = "portico_webhooks_received_total";
+/// Webhook frames queued to MCP client streams.
+pub const WEBHOOK_DELIVERIES: &str = "portico_webhook_deliveries_total";
+/// Webhook frames dropped because a client's queue was full (the oldest frame goes).
+pub const WEBHOOK_DROPS: &str = "portico_webhook_drops_total";
+/// Outgoing webhook attempts by result (`delivered`, `retried`, `dead_letter`).
+pub const WEBHOOK_EGRESS: &str = "portico_webhook_egress_total";
+/// Webhook frames re-sent from the replay buffer after a `Last-Event-ID`.
+pub const WEBHOOK_REPLAYED: &str = "portico_webhook_replayed_total";
 
 /// Latency buckets in seconds: 1 ms to 30 s.
 const BUCKETS: &[f64] = &[
@@ -108,6 +118,26 @@ fn describe() {
         "1 when the last configuration reload succeeded (or none was attempted), else 0"
     );
     describe_gauge!(TOOLS, "tools in the configuration being served");
+    describe_counter!(
+        WEBHOOKS,
+        "webhooks received by business and result (queued, duplicate, or why it was refused)"
+    );
+    describe_counter!(
+        WEBHOOK_DELIVERIES,
+        "webhook frames queued to MCP client streams"
+    );
+    describe_counter!(
+        WEBHOOK_DROPS,
+        "webhook frames dropped because a client's queue was full (oldest first)"
+    );
+    describe_counter!(
+        WEBHOOK_EGRESS,
+        "outgoing webhook attempts by result (delivered, retried, dead_letter)"
+    );
+    describe_counter!(
+        WEBHOOK_REPLAYED,
+        "webhook frames re-sent from the replay buffer after Last-Event-ID"
+    );
 }
 
 /// The Prometheus text exposition (format 0.0.4), or an empty string without a recorder.
@@ -238,6 +268,29 @@ pub fn reload(ok: bool, tools: usize) {
     gauge!(TOOLS).set(tools as f64);
 }
 
+/// Counts one received webhook by business and result.
+pub fn webhook_received(business: &str, result: &'static str) {
+    counter!(WEBHOOKS, "business" => business.to_owned(), "result" => result).increment(1);
+}
+
+/// Counts one frame queued to a client, and the oldest frame dropped to make room.
+pub fn webhook_delivery(dropped: bool) {
+    counter!(WEBHOOK_DELIVERIES).increment(1);
+    if dropped {
+        counter!(WEBHOOK_DROPS, "reason" => "queue_full").increment(1);
+    }
+}
+
+/// Counts one outgoing webhook attempt's result.
+pub fn webhook_egress(result: &'static str) {
+    counter!(WEBHOOK_EGRESS, "result" => result).increment(1);
+}
+
+/// Counts frames replayed after a `Last-Event-ID`.
+pub fn webhook_replayed(frames: u64) {
+    counter!(WEBHOOK_REPLAYED).increment(frames);
+}
+
 /// Sets the start-up values so every family is present from the first scrape.
 pub fn started(tools: usize) {
     counter!(RELOADS).increment(0);
@@ -245,4 +298,7 @@ pub fn started(tools: usize) {
     gauge!(RELOAD_OK).set(1.0);
     gauge!(TOOLS).set(tools as f64);
     gauge!(SSE_CLIENTS).increment(0.0);
+    counter!(WEBHOOK_DELIVERIES).increment(0);
+    counter!(WEBHOOK_DROPS, "reason" => "queue_full").increment(0);
+    counter!(WEBHOOK_REPLAYED).increment(0);
 }

@@ -1,0 +1,223 @@
+//! Signed outgoing webhooks to `deliver_to` URLs (RFC 9421 with portico's key), backoff retries, dead letters.
+//! It never blocks the ingress (one task per delivery) and never sends an unsigned request.
+
+use super::journal::{Journal, Record};
+use super::keys::{SigningKey, VerifyingKey};
+use super::sig;
+use serde_json::{Value, json};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Retry schedule (USP §9.2.3 defaults: 30 s initial, 3 retries, 15 minutes at most in total).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    pub initial: Duration,
+    pub retries: u32,
+    pub max_total: Duration,
+    /// Time allowed for one attempt.
+    pub timeout: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            initial: Duration::from_secs(30),
+            retries: 3,
+            max_total: Duration::from_secs(15 * 60),
+            timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The delay before retry `n` (1-based), or `None` when no retry is left within the budget.
+    pub fn delay(&self, n: u32, waited: Duration) -> Option<Duration> {
+        if n == 0 || n > self.retries {
+            return None;
+        }
+        let d = self
+            .initial
+            .checked_mul(1u32.checked_shl(n - 1).unwrap_or(u32::MAX))
+            .unwrap_or(self.max_total);
+        (waited + d <= self.max_total).then_some(d)
+    }
+}
+
+/// A delivery that never got a 2xx.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeadLetter {
+    pub url: String,
+    pub event_id: String,
+    pub attempts: u32,
+    pub last_error: String,
+    /// Unix seconds when it was given up.
+    pub at: i64,
+    pub event: Value,
+}
+
+/// Most dead letters kept in memory (the oldest go first; each is also logged).
+const DEAD_LETTERS: usize = 1000;
+
+/// portico's signer and delivery queue.
+pub struct Egress {
+    key: Arc<SigningKey>,
+    /// Where deliveries are recorded as done (the ingress records them as pending).
+    journal: Option<Arc<dyn Journal>>,
+    client: reqwest::Client,
+    dead: Mutex<VecDeque<DeadLetter>>,
+}
+
+fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+impl Egress {
+    pub fn new(key: Arc<SigningKey>, journal: Option<Arc<dyn Journal>>) -> Arc<Egress> {
+        Arc::new(Egress {
+            key,
+            journal,
+            client: reqwest::Client::new(),
+            dead: Mutex::new(VecDeque::new()),
+        })
+    }
+
+    /// portico's public keys as a JWK Set (`/.well-known/jwks.json`).
+    pub fn jwks(&self) -> Value {
+        json!({"keys": [self.key.verifying_key().jwk()]})
+    }
+
+    pub fn verifying_key(&self) -> VerifyingKey {
+        self.key.verifying_key()
+    }
+
+    /// Deliveries given up so far (most recent last).
+    pub fn dead_letters(&self) -> Vec<DeadLetter> {
+        self.dead
+            .lock()
+            .map(|d| d.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Starts delivering `event` to `url` in its own task.
+    /// `seq` is the event's journal sequence number.
+    pub fn deliver(
+        self: &Arc<Self>,
+        url: url::Url,
+        event: Arc<Value>,
+        event_id: String,
+        policy: RetryPolicy,
+        seq: u64,
+    ) {
+        let me = self.clone();
+        tokio::spawn(async move {
+            let result = me.run(url.clone(), event, event_id, policy).await;
+            if let Some(j) = &me.journal {
+                let done = Record::Done {
+                    seq,
+                    url: url.to_string(),
+                    result: result.into(),
+                };
+                if let Err(e) = j.append(&done) {
+                    tracing::warn!(error = %e, "cannot record a finished delivery in the journal");
+                }
+            }
+        });
+    }
+
+    async fn attempt(&self, url: &url::Url, body: &[u8], timeout: Duration) -> Result<(), String> {
+        let headers = sig::sign_webhook(&self.key, url, body, now()).map_err(|e| e.to_string())?;
+        let resp = self
+            .client
+            .post(url.clone())
+            .headers(headers)
+            .body(body.to_vec())
+            .timeout(timeout)
+            .send()
+            .await
+            .map_err(|e| {
+                if e.is_timeout() {
+                    "timeout".to_string()
+                } else {
+                    e.to_string()
+                }
+            })?;
+        if resp.status().is_success() {
+            Ok(())
+        } else {
+            Err(format!("HTTP {}", resp.status().as_u16()))
+        }
+    }
+
+    async fn run(
+        &self,
+        url: url::Url,
+        event: Arc<Value>,
+        event_id: String,
+        policy: RetryPolicy,
+    ) -> &'static str {
+        let body = event.to_string().into_bytes();
+        let mut waited = Duration::ZERO;
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let err = match self.attempt(&url, &body, policy.timeout).await {
+                Ok(()) => {
+                    crate::ops::metrics::webhook_egress("delivered");
+                    return "delivered";
+                }
+                Err(e) => e,
+            };
+            match policy.delay(attempts, waited) {
+                Some(d) => {
+                    crate::ops::metrics::webhook_egress("retried");
+                    tracing::warn!(url = %url, event_id, attempts, error = %err, retry_in_ms = d.as_millis() as u64, "webhook delivery failed; retrying");
+                    tokio::time::sleep(d).await;
+                    waited += d;
+                }
+                None => {
+                    crate::ops::metrics::webhook_egress("dead_letter");
+                    tracing::error!(url = %url, event_id, attempts, error = %err, "webhook delivery given up (dead letter)");
+                    if let Ok(mut dead) = self.dead.lock() {
+                        if dead.len() >= DEAD_LETTERS {
+                            dead.pop_front();
+                        }
+                        dead.push_back(DeadLetter {
+                            url: url.to_string(),
+                            event_id,
+                            attempts,
+                            last_error: err,
+                            at: now(),
+                            event: (*event).clone(),
+                        });
+                    }
+                    return "dead_letter";
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usp_default_schedule_is_30_60_120_seconds() {
+        let p = RetryPolicy::default();
+        let s = Duration::from_secs;
+        assert_eq!(p.delay(1, s(0)), Some(s(30)));
+        assert_eq!(p.delay(2, s(30)), Some(s(60)));
+        assert_eq!(p.delay(3, s(90)), Some(s(120)));
+        assert_eq!(p.delay(4, s(210)), None);
+        // The total budget caps the schedule.
+        let tight = RetryPolicy {
+            max_total: s(100),
+            ..p
+        };
+        assert_eq!(tight.delay(3, s(90)), None);
+    }
+}

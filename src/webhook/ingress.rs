@@ -1,0 +1,361 @@
+//! `POST /webhooks/{business}`: digest first, then signature, replay, transform, dedupe, journal, queue, then 2xx.
+//! It never queues anything that failed a check, and never answers 2xx before the event is queued.
+
+use super::config::WebhookConfig;
+use super::dedupe::{Dedupe, MemoryDedupe};
+use super::egress::Egress;
+use super::hub::Hub;
+use super::journal::{Journal, Record};
+use super::keys::{Alg, SigningKey};
+use super::sig::{self, Policy, RequestParts, SigError};
+use crate::config::Gateway;
+use crate::translate::transform::Vars3;
+use http::StatusCode;
+use moka::sync::Cache;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// What the sender is told.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub body: Value,
+}
+
+/// Why a webhook is refused (besides signature and digest problems).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error(transparent)]
+    Signature(#[from] SigError),
+    #[error("this signature was already used")]
+    Replayed,
+    #[error("the payload is not JSON: {0}")]
+    NotJson(String),
+    #[error("the payload cannot be turned into an event: {0}")]
+    BadEvent(String),
+    #[error("no webhooks are configured for business `{0}`")]
+    UnknownBusiness(String),
+    #[error("the event could not be recorded; retry later: {0}")]
+    Journal(String),
+}
+
+impl Refusal {
+    fn status(&self) -> StatusCode {
+        match self {
+            Refusal::Signature(
+                SigError::DigestMissing | SigError::DigestMalformed(_) | SigError::DigestMismatch,
+            ) => StatusCode::BAD_REQUEST,
+            Refusal::Signature(SigError::Key(_)) => StatusCode::INTERNAL_SERVER_ERROR,
+            Refusal::Signature(_) | Refusal::Replayed => StatusCode::UNAUTHORIZED,
+            Refusal::NotJson(_) => StatusCode::BAD_REQUEST,
+            Refusal::BadEvent(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Refusal::UnknownBusiness(_) => StatusCode::NOT_FOUND,
+            Refusal::Journal(_) => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+
+    /// Short slug for metrics and the problem `type`.
+    pub fn slug(&self) -> &'static str {
+        match self {
+            Refusal::Signature(e) => e.slug(),
+            Refusal::Replayed => "replayed",
+            Refusal::NotJson(_) => "payload_malformed",
+            Refusal::BadEvent(_) => "event_invalid",
+            Refusal::UnknownBusiness(_) => "unknown_business",
+            Refusal::Journal(_) => "journal",
+        }
+    }
+
+    fn reply(&self) -> Reply {
+        let status = self.status();
+        Reply {
+            status,
+            body: json!({
+                "type": format!("urn:portico:webhook:{}", self.slug()),
+                "title": "webhook refused",
+                "status": status.as_u16(),
+                "detail": self.to_string(),
+            }),
+        }
+    }
+}
+
+/// The webhook receiver: hub, dedupe store and the seen-signature cache.
+pub struct Ingress {
+    pub hub: Arc<Hub>,
+    pub dedupe: Arc<dyn Dedupe>,
+    /// portico's signer for `deliver_to` (and `/.well-known/jwks.json`); `None` only when no
+    /// key could be made.
+    pub egress: Option<Arc<Egress>>,
+    /// Signatures already accepted, kept for longer than any freshness window.
+    signatures: Cache<Vec<u8>, ()>,
+    /// Accepted events and deliveries, written before the sender is answered.
+    journal: Option<Arc<dyn Journal>>,
+}
+
+impl Ingress {
+    pub fn new(
+        hub: Arc<Hub>,
+        dedupe: Arc<dyn Dedupe>,
+        egress: Option<Arc<Egress>>,
+        journal: Option<Arc<dyn Journal>>,
+    ) -> Self {
+        Ingress {
+            hub,
+            dedupe,
+            egress,
+            journal,
+            signatures: Cache::builder()
+                .max_capacity(1_000_000)
+                .time_to_live(Duration::from_secs(2 * 60 * 60))
+                .build(),
+        }
+    }
+
+    /// An ingress with the default hub and in-memory dedupe store, signing outgoing webhooks
+    /// with `key` (or an ephemeral P-256 key).
+    pub fn with_key(key: Option<Arc<SigningKey>>, journal: Option<Arc<dyn Journal>>) -> Self {
+        let key = key.or_else(|| {
+            let kid = format!("portico-{}", uuid::Uuid::new_v4().simple());
+            match SigningKey::generate(Alg::EcdsaP256Sha256, &kid) {
+                Ok(k) => Some(Arc::new(k)),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot create a webhook signing key");
+                    None
+                }
+            }
+        });
+        let egress = key.map(|k| Egress::new(k, journal.clone()));
+        Ingress::new(
+            Hub::new(Default::default()),
+            Arc::new(MemoryDedupe::default()),
+            egress,
+            journal,
+        )
+    }
+
+    /// Reads the journal back after a restart: recent events return to the replay buffer, the
+    /// latest-event table and the dedupe store (sequence numbers continue after them), and
+    /// deliveries that never finished start again. The journal is compacted first.
+    pub fn restore(&self, gateway: &Gateway) -> std::io::Result<usize> {
+        let Some(journal) = &self.journal else {
+            return Ok(0);
+        };
+        let now = unix_now();
+        let ttl = super::dedupe::DEFAULT_TTL.as_secs() as i64;
+        let kept = super::journal::compact(journal.load()?, now, ttl);
+        journal.rewrite(&kept)?;
+        let mut events = std::collections::HashMap::new();
+        for r in &kept {
+            if let Record::Event {
+                seq,
+                business,
+                method,
+                event_id,
+                event,
+                uri,
+                at,
+            } = r
+            {
+                if now - at <= ttl {
+                    self.dedupe.first_seen(&format!("{business}\0{event_id}"));
+                }
+                self.hub
+                    .restore(*seq, business, method, event.clone(), uri.clone());
+                events.insert(
+                    *seq,
+                    (business.clone(), event_id.clone(), Arc::new(event.clone())),
+                );
+            }
+        }
+        let mut resumed = 0;
+        for r in &kept {
+            let (Record::Pending { seq, url }, Some(egress)) = (r, &self.egress) else {
+                continue;
+            };
+            let (Some((business, event_id, event)), Ok(url)) =
+                (events.get(seq), url::Url::parse(url))
+            else {
+                continue;
+            };
+            let policy = gateway
+                .businesses
+                .iter()
+                .find(|b| &b.name == business)
+                .and_then(|b| b.webhooks.as_ref().map(|w| w.retry))
+                .unwrap_or_default();
+            egress.deliver(url, event.clone(), event_id.clone(), policy, *seq);
+            resumed += 1;
+        }
+        Ok(resumed)
+    }
+
+    /// Handles one request for `business` (already read: `parts` and the raw `body`).
+    pub fn receive(
+        &self,
+        gateway: &Gateway,
+        business: &str,
+        parts: &RequestParts<'_>,
+        body: &[u8],
+    ) -> Reply {
+        let cfg = gateway
+            .businesses
+            .iter()
+            .find(|b| b.name == business)
+            .and_then(|b| b.webhooks.clone());
+        let now = unix_now();
+        let result = match &cfg {
+            Some(cfg) => self.accept(cfg, parts, body, now),
+            None => Err(Refusal::UnknownBusiness(business.to_string())),
+        };
+        let label = match &result {
+            Ok((_, true)) => "queued",
+            Ok((_, false)) => "duplicate",
+            Err(e) => e.slug(),
+        };
+        let known = cfg.as_ref().map_or("unknown", |c| c.business.as_str());
+        crate::ops::metrics::webhook_received(known, label);
+        match result {
+            Ok((event_id, true)) => Reply {
+                status: StatusCode::ACCEPTED,
+                body: json!({"status": "queued", "event_id": event_id}),
+            },
+            Ok((event_id, false)) => Reply {
+                status: StatusCode::OK,
+                body: json!({"status": "duplicate", "event_id": event_id}),
+            },
+            Err(e) => {
+                tracing::info!(business, refused = e.slug(), detail = %e, "webhook refused");
+                e.reply()
+            }
+        }
+    }
+
+    /// Verifies, transforms, dedupes and queues; returns the event id and whether it was new.
+    pub fn accept(
+        &self,
+        cfg: &WebhookConfig,
+        parts: &RequestParts<'_>,
+        body: &[u8],
+        now: i64,
+    ) -> Result<(String, bool), Refusal> {
+        let headers = parts.headers;
+        let rfc9421 = headers.contains_key("signature-input") || headers.contains_key("signature");
+        // The digest is checked over the raw bytes before anything else looks at them.
+        if rfc9421 || headers.contains_key("content-digest") {
+            sig::verify_content_digest(headers, body)?;
+        }
+        let mark = if rfc9421 {
+            let policy = Policy {
+                required: &sig::USP_COMPONENTS,
+                algorithms: &cfg.algorithms,
+                max_age: cfg.max_age,
+            };
+            sig::verify(parts, &cfg.keys, &policy, now)?.signature
+        } else if let Some((name, secret)) = &cfg.hmac {
+            let value = headers.get(name).and_then(|v| v.to_str().ok());
+            sig::verify_hmac(value, secret, body, cfg.max_age, now)?
+        } else {
+            return Err(SigError::Unsigned.into());
+        };
+        if !self.signatures.entry(mark).or_insert(()).is_fresh() {
+            return Err(Refusal::Replayed);
+        }
+        let payload: Value =
+            serde_json::from_slice(body).map_err(|e| Refusal::NotJson(e.to_string()))?;
+        let event = match &cfg.transform {
+            None => payload,
+            Some(t) => t
+                .run(
+                    &payload,
+                    Vars3 {
+                        args: &Value::Null,
+                        status: 0,
+                        meta: &Value::Null,
+                    },
+                )
+                .map_err(|e| Refusal::BadEvent(e.to_string()))?
+                .ok_or_else(|| Refusal::BadEvent("the transform produced no value".into()))?,
+        };
+        if !event.is_object() {
+            return Err(Refusal::BadEvent("the event is not a JSON object".into()));
+        }
+        let event_id = event
+            .pointer(&cfg.event_id)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| {
+                Refusal::BadEvent(format!("no event id (a string) at `{}`", cfg.event_id))
+            })?
+            .to_string();
+        let uri = event
+            .pointer(&cfg.resource_id)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(|id| cfg.uri_for(id));
+        let key = format!("{}\0{event_id}", cfg.business);
+        if !self.dedupe.first_seen(&key) {
+            return Ok((event_id, false));
+        }
+        let egress = self.egress.as_ref().filter(|_| !cfg.deliver_to.is_empty());
+        let shared = egress.map(|_| Arc::new(event.clone()));
+        // Journal first (under the hub's lock, so journal order is delivery order), then queue.
+        let published =
+            self.hub
+                .publish_with(
+                    &cfg.business,
+                    &cfg.method,
+                    event,
+                    uri.clone(),
+                    |seq, ev| match &self.journal {
+                        None => Ok(()),
+                        Some(j) => {
+                            j.append(&Record::Event {
+                                seq,
+                                business: cfg.business.clone(),
+                                method: cfg.method.clone(),
+                                event_id: event_id.clone(),
+                                event: ev.clone(),
+                                uri: uri.clone(),
+                                at: now,
+                            })?;
+                            for url in cfg.deliver_to.iter().filter(|_| egress.is_some()) {
+                                j.append(&Record::Pending {
+                                    seq,
+                                    url: url.to_string(),
+                                })?;
+                            }
+                            Ok::<(), std::io::Error>(())
+                        }
+                    },
+                );
+        let seq = match published {
+            Ok(seq) => seq,
+            Err(e) => {
+                self.dedupe.forget(&key);
+                tracing::error!(error = %e, "cannot write the webhook journal; refusing the event");
+                return Err(Refusal::Journal(e.to_string()));
+            }
+        };
+        if let (Some(egress), Some(shared)) = (egress, shared) {
+            for url in &cfg.deliver_to {
+                egress.deliver(
+                    url.clone(),
+                    shared.clone(),
+                    event_id.clone(),
+                    cfg.retry,
+                    seq,
+                );
+            }
+        }
+        Ok((event_id, true))
+    }
+}
