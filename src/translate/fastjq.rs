@@ -1,8 +1,10 @@
-//! A native evaluator for the jq subset most mappings use (paths, object and array construction,
-//! literals, `if`, `select`, `//`, arithmetic, string helpers, non-recursive `def`s), run directly
-//! on `serde_json` values. It never guesses: a program outside the subset is not compiled here,
-//! and a run that meets anything it does not model exactly (any error, a multi-output operand,
-//! an odd number) stops with [`Stop::Fallback`] so the caller runs jaq, the reference, instead.
+//! The native evaluator for the jq subset mappings use, run directly on `serde_json` values.
+//! It never guesses: programs outside the subset, and runs it cannot finish exactly, go to jaq.
+//!
+//! The subset: paths (with `?`), object and array construction, literals, `if`, `select`, `//`,
+//! arithmetic, string helpers, non-recursive `def`s. A run that meets anything not modelled
+//! exactly (any error, a multi-output operand, an odd number) stops with [`Stop::Fallback`] so
+//! the caller runs jaq, the reference, instead.
 
 use jaq_core::load::lex::StrPart;
 use jaq_core::load::parse::{BinaryOp, Def, Pattern, Term};

@@ -1,6 +1,5 @@
-//! Renders a tool's MiniJinja summary over the result's `structuredContent` and the call's
-//! arguments, seen in place (children are wrapped on access, never converted up front); it
-//! never changes the result it reads.
+//! Renders a tool's MiniJinja summary over `structuredContent` and the arguments, seen in place.
+//! It never changes the result it reads, and never converts it up front (children are wrapped on access).
 
 use minijinja::value::{Enumerator, Object, ObjectRepr, Value as Jv};
 use serde_json::Value;

@@ -1,6 +1,8 @@
-//! Keep-alive HTTP/1.1 connections to one plain-`http` backend, each driven inline by the call
-//! that holds it (no connection task, no channel hop per request). It never retries a request
-//! the backend may have seen, and never keeps a connection whose state it cannot vouch for.
+//! Keep-alive HTTP/1.1 connections to one plain-`http` backend, each driven inline by its caller.
+//! It never retries a request the backend may have seen, nor keeps a connection it cannot vouch for.
+//!
+//! Driving the connection in the calling task (no connection task, no channel hop per request)
+//! is what makes it cheaper than a general-purpose client on the sidecar's loopback hop.
 
 use bytes::{Bytes, BytesMut};
 use http::header::{HOST, HeaderValue};
