@@ -1,0 +1,266 @@
+//! Fault injection (issue 9, item 4): a raw TCP backend scripted per request misbehaves in one
+//! way per call; portico answers the binding's documented error and serves the next call.
+
+mod common;
+
+use common::{call, fixture_with_backend, gateway};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Per scenario: requests received, and connections the gateway closed on its own.
+#[derive(Default)]
+struct Log {
+    hits: Mutex<HashMap<String, usize>>,
+    closed_by_gateway: Mutex<HashMap<String, usize>>,
+}
+
+impl Log {
+    fn hits(&self, s: &str) -> usize {
+        self.hits.lock().unwrap().get(s).copied().unwrap_or(0)
+    }
+    fn closed(&self, s: &str) -> usize {
+        self.closed_by_gateway
+            .lock()
+            .unwrap()
+            .get(s)
+            .copied()
+            .unwrap_or(0)
+    }
+    /// Bounded wait (a failure guard, not a timing assertion) for the gateway to close the
+    /// connection of scenario `s`.
+    async fn wait_closed(&self, s: &str) -> usize {
+        for _ in 0..100 {
+            if self.closed(s) > 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.closed(s)
+    }
+}
+
+/// Reads one request head; returns the scenario (last path segment) or None at EOF.
+async fn read_head(s: &mut TcpStream) -> Option<String> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = s.read(&mut chunk).await.ok()?;
+        if n == 0 || buf.len() > 64 * 1024 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let head = String::from_utf8_lossy(&buf);
+    let path = head.split_whitespace().nth(1)?.to_string();
+    Some(path.rsplit('/').next().unwrap_or_default().to_string())
+}
+
+/// Waits (bounded) for the peer to close; records it when it does.
+async fn until_peer_closes(s: &mut TcpStream, log: &Log, scenario: &str) {
+    let mut sink = [0u8; 4096];
+    let wait = async {
+        loop {
+            match s.read(&mut sink).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    };
+    if tokio::time::timeout(Duration::from_secs(5), wait)
+        .await
+        .is_ok()
+    {
+        *log.closed_by_gateway
+            .lock()
+            .unwrap()
+            .entry(scenario.to_string())
+            .or_default() += 1;
+    }
+}
+
+const OK_HEAD: &str = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n";
+
+async fn serve(mut s: TcpStream, log: Arc<Log>) {
+    while let Some(scenario) = read_head(&mut s).await {
+        *log.hits
+            .lock()
+            .unwrap()
+            .entry(scenario.clone())
+            .or_default() += 1;
+        match scenario.as_str() {
+            "ok" => {
+                let body = r#"{"path":"/t/echo/items/ok"}"#;
+                let resp = format!("{OK_HEAD}content-length: {}\r\n\r\n{body}", body.len());
+                if s.write_all(resp.as_bytes()).await.is_err() {
+                    return;
+                }
+                continue; // keep-alive: the next request may come on this connection
+            }
+            "reset" => {
+                let resp = format!("{OK_HEAD}content-length: 100\r\n\r\n{{\"path\": \"/t/ec");
+                let _ = s.write_all(resp.as_bytes()).await;
+                let _ = s.flush().await;
+                // Let the head and the first bytes reach the gateway, then reset (RST, not FIN).
+                tokio::time::sleep(Duration::from_millis(150)).await;
+                #[allow(deprecated)]
+                let _ = s.set_linger(Some(Duration::ZERO));
+            }
+            "chunked" => {
+                let resp =
+                    format!("{OK_HEAD}transfer-encoding: chunked\r\n\r\n10\r\n{{\"path\": \"/t/e");
+                let _ = s.write_all(resp.as_bytes()).await;
+                let _ = s.shutdown().await; // FIN in the middle of a chunk, no last-chunk
+            }
+            "slow" => {
+                // Never answers within the tool's 400 ms timeout: wait for the gateway to give up.
+                until_peer_closes(&mut s, &log, &scenario).await;
+            }
+            "huge" => {
+                let resp = format!("{OK_HEAD}content-length: 1073741824\r\n\r\n{{\"path\":");
+                let _ = s.write_all(resp.as_bytes()).await;
+                let _ = s.write_all(&[b' '; 16 * 1024]).await;
+                until_peer_closes(&mut s, &log, &scenario).await;
+            }
+            "many_headers" => {
+                let mut resp = String::from(OK_HEAD);
+                for i in 0..10_000 {
+                    resp.push_str(&format!("x-flood-{i}: v\r\n"));
+                }
+                resp.push_str("content-length: 2\r\n\r\n{}");
+                let _ = s.write_all(resp.as_bytes()).await;
+                until_peer_closes(&mut s, &log, &scenario).await;
+            }
+            "big_header" => {
+                let mut resp = String::from(OK_HEAD);
+                resp.push_str("x-big: ");
+                resp.push_str(&"a".repeat(1 << 20));
+                resp.push_str("\r\ncontent-length: 2\r\n\r\n{}");
+                let _ = s.write_all(resp.as_bytes()).await;
+                until_peer_closes(&mut s, &log, &scenario).await;
+            }
+            _ => {}
+        }
+        return;
+    }
+}
+
+/// The scripted backend on a free loopback port.
+async fn scripted_backend() -> (String, Arc<Log>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let log = Arc::new(Log::default());
+    let l = log.clone();
+    tokio::spawn(async move {
+        while let Ok((s, _)) = listener.accept().await {
+            tokio::spawn(serve(s, l.clone()));
+        }
+    });
+    (addr, log)
+}
+
+/// What one binding must answer for a fault: a JSON-RPC error code (usp) or `isError` (plain),
+/// with a message containing `text`.
+fn expect(binding: &str, a: &common::Answer, rpc: i64, slug: &str, text: &str) {
+    match binding {
+        "usp" => {
+            assert_eq!(a.error_code(), Some(rpc), "{}", a.text);
+            assert_eq!(a.body["error"]["message"], slug, "{}", a.text);
+            let content = a.body["error"]["data"]["content"].as_str().unwrap_or("");
+            assert!(content.contains(text), "{text:?} not in {}", a.text);
+        }
+        "plain" => {
+            assert_eq!(a.result()["isError"], true, "{}", a.text);
+            let t = a.result()["content"][0]["text"].as_str().unwrap_or("");
+            assert!(t.contains(text), "{text:?} not in {}", a.text);
+        }
+        _ => unreachable!(),
+    }
+}
+
+async fn next_call_succeeds(c: &reqwest::Client, url: &str, after: &str) {
+    let a = call(c, url, "echo_get", json!({"id": "ok"})).await;
+    assert_eq!(
+        a.sc()["path"],
+        Value::from("/t/echo/items/ok"),
+        "call after `{after}` failed: {}",
+        a.text
+    );
+    assert!(a.result().get("isError").is_none(), "{}", a.text);
+}
+
+/// Every fault, for one binding, on one gateway: documented error, then a successful call.
+async fn faults_for(binding: &str) {
+    let (addr, log) = scripted_backend().await;
+    let dir = fixture_with_backend("gateway", &addr);
+    let g = gateway(&[dir.join(format!("{binding}.yaml"))]).await;
+    let url = g.mcp_url();
+    let c = reqwest::Client::builder()
+        .timeout(Duration::from_secs(20)) // failure guard only
+        .build()
+        .unwrap();
+    next_call_succeeds(&c, &url, "start").await;
+
+    let cases: [(&str, i64, &str, &str); 6] = [
+        (
+            "reset",
+            -32603,
+            "server_error",
+            "broke while sending the body",
+        ),
+        (
+            "chunked",
+            -32603,
+            "server_error",
+            "broke while sending the body",
+        ),
+        (
+            "slow",
+            -32009,
+            "service_unavailable",
+            "did not answer within 400 ms",
+        ),
+        ("huge", -32603, "server_error", "byte limit"),
+        (
+            "many_headers",
+            -32009,
+            "service_unavailable",
+            "connection failed",
+        ),
+        (
+            "big_header",
+            -32009,
+            "service_unavailable",
+            "connection failed",
+        ),
+    ];
+    for (scenario, rpc, slug, text) in cases {
+        let a = call(&c, &url, "echo_get", json!({"id": scenario})).await;
+        expect(binding, &a, rpc, slug, text);
+        // A request the backend has seen is never sent again.
+        assert_eq!(log.hits(scenario), 1, "{binding} `{scenario}` was retried");
+        next_call_succeeds(&c, &url, scenario).await;
+    }
+    // The gateway let go of the connections it gave up on instead of draining or holding them.
+    for scenario in ["slow", "huge", "many_headers", "big_header"] {
+        assert_eq!(
+            log.wait_closed(scenario).await,
+            1,
+            "{binding}: the `{scenario}` connection was not closed by the gateway"
+        );
+    }
+    g.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usp_faults_yield_documented_errors_and_the_gateway_keeps_serving() {
+    faults_for("usp").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_faults_yield_tool_errors_and_the_gateway_keeps_serving() {
+    faults_for("plain").await;
+}
