@@ -93,7 +93,7 @@ async fn serve(mut s: TcpStream, log: Arc<Log>) {
             .or_default() += 1;
         match scenario.as_str() {
             "ok" => {
-                let body = r#"{"path":"/t/echo/items/ok"}"#;
+                let body = r#"{"path":"/t/echo/items/ok","domain":"ok","signature":"sig-ok"}"#;
                 let resp = format!("{OK_HEAD}content-length: {}\r\n\r\n{body}", body.len());
                 if s.write_all(resp.as_bytes()).await.is_err() {
                     return;
@@ -162,31 +162,69 @@ async fn scripted_backend() -> (String, Arc<Log>) {
     (addr, log)
 }
 
-/// What one binding must answer for a fault: a JSON-RPC error code (usp) or `isError` (plain),
-/// with a message containing `text`.
-fn expect(binding: &str, a: &common::Answer, rpc: i64, slug: &str, text: &str) {
-    match binding {
-        "usp" => {
+/// How a fault is documented (docs/mapping.md, "Failures that are not a backend status").
+#[derive(Clone, Copy, Debug)]
+enum Fault {
+    /// Broken or over-limit body: usp -32603 `server_error`, plain `isError`, autonym -32603.
+    Broken,
+    /// Connection failed or timed out: usp -32009 `service_unavailable`, plain `isError`,
+    /// autonym HTTP 503 `not_ready` Problem Details.
+    Unavailable,
+}
+
+/// Checks the binding's documented answer for `fault`; `text` is the failure message, which
+/// usp and plain carry (autonym sends its registered Problem Details only).
+fn expect(binding: &str, a: &common::Answer, fault: Fault, text: &str) {
+    match (binding, fault) {
+        ("usp", _) => {
+            let (rpc, slug) = match fault {
+                Fault::Broken => (-32603, "server_error"),
+                Fault::Unavailable => (-32009, "service_unavailable"),
+            };
             assert_eq!(a.error_code(), Some(rpc), "{}", a.text);
             assert_eq!(a.body["error"]["message"], slug, "{}", a.text);
             let content = a.body["error"]["data"]["content"].as_str().unwrap_or("");
             assert!(content.contains(text), "{text:?} not in {}", a.text);
         }
-        "plain" => {
+        ("plain", _) => {
             assert_eq!(a.result()["isError"], true, "{}", a.text);
             let t = a.result()["content"][0]["text"].as_str().unwrap_or("");
             assert!(t.contains(text), "{text:?} not in {}", a.text);
+        }
+        ("autonym", Fault::Broken) => {
+            assert_eq!(a.error_code(), Some(-32603), "{}", a.text);
+            assert_eq!(a.body["error"]["message"], "Internal error", "{}", a.text);
+            assert_eq!(
+                a.body["error"]["data"]["code"], "internal_error",
+                "{}",
+                a.text
+            );
+        }
+        ("autonym", Fault::Unavailable) => {
+            assert_eq!(a.status, 503, "{}", a.text);
+            assert_eq!(a.headers["content-type"], "application/problem+json");
+            assert_eq!(a.body["code"], "not_ready", "{}", a.text);
+            assert!(a.body.get("jsonrpc").is_none(), "not a JSON-RPC message");
         }
         _ => unreachable!(),
     }
 }
 
-async fn next_call_succeeds(c: &reqwest::Client, url: &str, after: &str) {
-    let a = call(c, url, "echo_get", json!({"id": "ok"})).await;
+/// The tool and argument that put `scenario` in the backend path, per fixture.
+fn call_args(binding: &str, scenario: &str) -> (&'static str, Value) {
+    match binding {
+        "autonym" => ("get_context", json!({ "domain": scenario })),
+        _ => ("echo_get", json!({ "id": scenario })),
+    }
+}
+
+async fn next_call_succeeds(c: &reqwest::Client, url: &str, binding: &str, after: &str) {
+    let (tool, args) = call_args(binding, "ok");
+    let a = call(c, url, tool, args).await;
     assert_eq!(
-        a.sc()["path"],
-        Value::from("/t/echo/items/ok"),
-        "call after `{after}` failed: {}",
+        a.sc()["signature"],
+        Value::from("sig-ok"),
+        "{binding}: call after `{after}` failed: {}",
         a.text
     );
     assert!(a.result().get("isError").is_none(), "{}", a.text);
@@ -202,47 +240,23 @@ async fn faults_for(binding: &str) {
         .timeout(Duration::from_secs(20)) // failure guard only
         .build()
         .unwrap();
-    next_call_succeeds(&c, &url, "start").await;
+    next_call_succeeds(&c, &url, binding, "start").await;
 
-    let cases: [(&str, i64, &str, &str); 6] = [
-        (
-            "reset",
-            -32603,
-            "server_error",
-            "broke while sending the body",
-        ),
-        (
-            "chunked",
-            -32603,
-            "server_error",
-            "broke while sending the body",
-        ),
-        (
-            "slow",
-            -32009,
-            "service_unavailable",
-            "did not answer within 400 ms",
-        ),
-        ("huge", -32603, "server_error", "byte limit"),
-        (
-            "many_headers",
-            -32009,
-            "service_unavailable",
-            "connection failed",
-        ),
-        (
-            "big_header",
-            -32009,
-            "service_unavailable",
-            "connection failed",
-        ),
+    let cases = [
+        ("reset", Fault::Broken, "broke while sending the body"),
+        ("chunked", Fault::Broken, "broke while sending the body"),
+        ("slow", Fault::Unavailable, "did not answer within 400 ms"),
+        ("huge", Fault::Broken, "byte limit"),
+        ("many_headers", Fault::Unavailable, "connection failed"),
+        ("big_header", Fault::Unavailable, "connection failed"),
     ];
-    for (scenario, rpc, slug, text) in cases {
-        let a = call(&c, &url, "echo_get", json!({"id": scenario})).await;
-        expect(binding, &a, rpc, slug, text);
+    for (scenario, fault, text) in cases {
+        let (tool, args) = call_args(binding, scenario);
+        let a = call(&c, &url, tool, args).await;
+        expect(binding, &a, fault, text);
         // A request the backend has seen is never sent again.
         assert_eq!(log.hits(scenario), 1, "{binding} `{scenario}` was retried");
-        next_call_succeeds(&c, &url, scenario).await;
+        next_call_succeeds(&c, &url, binding, scenario).await;
     }
     // The gateway let go of the connections it gave up on instead of draining or holding them.
     for scenario in ["slow", "huge", "many_headers", "big_header"] {
@@ -263,4 +277,9 @@ async fn usp_faults_yield_documented_errors_and_the_gateway_keeps_serving() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plain_faults_yield_tool_errors_and_the_gateway_keeps_serving() {
     faults_for("plain").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn autonym_faults_yield_registered_problems_and_the_gateway_keeps_serving() {
+    faults_for("autonym").await;
 }
