@@ -100,6 +100,21 @@ async fn serve(mut s: TcpStream, log: Arc<Log>) {
                 }
                 continue; // keep-alive: the next request may come on this connection
             }
+            "ok_close" => {
+                // A keep-alive answer, then the backend closes the idle connection.
+                let body = r#"{"path":"/t/echo/items/ok","domain":"ok","signature":"sig-ok"}"#;
+                let resp = format!("{OK_HEAD}content-length: {}\r\n\r\n{body}", body.len());
+                let _ = s.write_all(resp.as_bytes()).await;
+            }
+            "closed_early" => {} // reads the request, closes without a byte of answer
+            "garbage" => {
+                let _ = s.write_all(b"NOT HTTP AT ALL\r\n\r\n").await;
+            }
+            "short" => {
+                let resp = format!("{OK_HEAD}content-length: 100\r\n\r\n{{\"path\": \"/t/ec");
+                let _ = s.write_all(resp.as_bytes()).await;
+                let _ = s.shutdown().await; // FIN 86 bytes early
+            }
             "reset" => {
                 let resp = format!("{OK_HEAD}content-length: 100\r\n\r\n{{\"path\": \"/t/ec");
                 let _ = s.write_all(resp.as_bytes()).await;
@@ -241,8 +256,16 @@ async fn faults_for(binding: &str) {
         .build()
         .unwrap();
     next_call_succeeds(&c, &url, binding, "start").await;
+    // A pooled connection the backend closed while idle is not used for the next call.
+    let (tool, args) = call_args(binding, "ok_close");
+    let a = call(&c, &url, tool, args).await;
+    assert_eq!(a.sc()["signature"], "sig-ok", "{}", a.text);
+    next_call_succeeds(&c, &url, binding, "ok_close").await;
 
     let cases = [
+        ("closed_early", Fault::Unavailable, "connection failed"),
+        ("garbage", Fault::Unavailable, "connection failed"),
+        ("short", Fault::Broken, "broke while sending the body"),
         ("reset", Fault::Broken, "broke while sending the body"),
         ("chunked", Fault::Broken, "broke while sending the body"),
         ("slow", Fault::Unavailable, "did not answer within 400 ms"),
