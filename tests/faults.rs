@@ -115,6 +115,24 @@ async fn serve(mut s: TcpStream, log: Arc<Log>) {
                 let _ = s.write_all(resp.as_bytes()).await;
                 let _ = s.shutdown().await; // FIN 86 bytes early
             }
+            "endless" => {
+                // A chunked body that never ends: 16 KiB chunks until the gateway hangs up.
+                let _ = s
+                    .write_all(format!("{OK_HEAD}transfer-encoding: chunked\r\n\r\n").as_bytes())
+                    .await;
+                let chunk = format!("4000\r\n{}\r\n", " ".repeat(0x4000));
+                let mut sent = 0usize;
+                while sent < 64 << 20 && s.write_all(chunk.as_bytes()).await.is_ok() {
+                    sent += 0x4000;
+                }
+                if sent < 64 << 20 {
+                    *log.closed_by_gateway
+                        .lock()
+                        .unwrap()
+                        .entry(scenario.clone())
+                        .or_default() += 1;
+                }
+            }
             "reset" => {
                 let resp = format!("{OK_HEAD}content-length: 100\r\n\r\n{{\"path\": \"/t/ec");
                 let _ = s.write_all(resp.as_bytes()).await;
@@ -249,6 +267,15 @@ async fn next_call_succeeds(c: &reqwest::Client, url: &str, binding: &str, after
 async fn faults_for(binding: &str) {
     let (addr, log) = scripted_backend().await;
     let dir = fixture_with_backend("gateway", &addr);
+    // A small body cap, so that the endless body crosses it quickly.
+    let file = dir.join(format!("{binding}.yaml"));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("  timeout: 400ms\n"), "fixture changed");
+    let text = text.replace(
+        "  timeout: 400ms\n",
+        "  timeout: 400ms\n  max_response_bytes: 262144\n",
+    );
+    std::fs::write(&file, text).unwrap();
     let g = gateway(&[dir.join(format!("{binding}.yaml"))]).await;
     let url = g.mcp_url();
     let c = reqwest::Client::builder()
@@ -270,6 +297,7 @@ async fn faults_for(binding: &str) {
         ("chunked", Fault::Broken, "broke while sending the body"),
         ("slow", Fault::Unavailable, "did not answer within 400 ms"),
         ("huge", Fault::Broken, "byte limit"),
+        ("endless", Fault::Broken, "exceeds the 262144-byte limit"),
         ("many_headers", Fault::Unavailable, "connection failed"),
         ("big_header", Fault::Unavailable, "connection failed"),
     ];
@@ -282,7 +310,7 @@ async fn faults_for(binding: &str) {
         next_call_succeeds(&c, &url, binding, scenario).await;
     }
     // The gateway let go of the connections it gave up on instead of draining or holding them.
-    for scenario in ["slow", "huge", "many_headers", "big_header"] {
+    for scenario in ["slow", "huge", "endless", "many_headers", "big_header"] {
         assert_eq!(
             log.wait_closed(scenario).await,
             1,
