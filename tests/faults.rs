@@ -243,6 +243,18 @@ fn expect(binding: &str, a: &common::Answer, fault: Fault, text: &str) {
     }
 }
 
+/// Whether `a` is the binding's answer for a failed connection (see `expect`).
+fn looks_unavailable(binding: &str, a: &common::Answer) -> bool {
+    match binding {
+        "usp" => a.error_code() == Some(-32009),
+        "plain" => a.result()["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("connection failed")),
+        "autonym" => a.status == 503,
+        _ => false,
+    }
+}
+
 /// The tool and argument that put `scenario` in the backend path, per fixture.
 fn call_args(binding: &str, scenario: &str) -> (&'static str, Value) {
     match binding {
@@ -304,7 +316,13 @@ async fn faults_for(binding: &str) {
     for (scenario, fault, text) in cases {
         let (tool, args) = call_args(binding, scenario);
         let a = call(&c, &url, tool, args).await;
-        expect(binding, &a, fault, text);
+        // A reset that lands before the gateway has read the head (a very loaded machine) is a
+        // failed connection, not a broken body: both are documented answers to a reset.
+        if scenario == "reset" && looks_unavailable(binding, &a) {
+            expect(binding, &a, Fault::Unavailable, "connection failed");
+        } else {
+            expect(binding, &a, fault, text);
+        }
         // A request the backend has seen is never sent again.
         assert_eq!(log.hits(scenario), 1, "{binding} `{scenario}` was retried");
         next_call_succeeds(&c, &url, binding, scenario).await;
