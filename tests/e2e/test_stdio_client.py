@@ -37,11 +37,13 @@ SPA_TOOLS = {
 
 
 def spa_mapping(backend_url: str, folder: Path) -> Path:
-    """demo-spa.yaml with the demo backend's address and an absolute OpenRPC path."""
+    """demo-spa.yaml with the demo backend's address and absolute OpenRPC and webhook-key paths."""
     text = (ROOT / "mappings" / "demo-spa.yaml").read_text()
     host = backend_url.removeprefix("http://").rstrip("/")
-    text = text.replace("127.0.0.1:9101", host).replace(
-        "openrpc: ../openrpc/usp.openrpc.json", f"openrpc: {ROOT / 'openrpc' / 'usp.openrpc.json'}"
+    text = (
+        text.replace("127.0.0.1:9101", host)
+        .replace("openrpc: ../openrpc/usp.openrpc.json", f"openrpc: {ROOT / 'openrpc' / 'usp.openrpc.json'}")
+        .replace("jwks: demo-webhook-keys.json", f"jwks: {ROOT / 'mappings' / 'demo-webhook-keys.json'}")
     )
     path = folder / "spa.yaml"
     path.write_text(text)
