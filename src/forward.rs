@@ -4,6 +4,7 @@
 
 use crate::binding::{Reply, RpcError, ToolCtx};
 use crate::config::{Gateway, Tool};
+use crate::idempotency;
 use crate::model::{Call, Failure, FailureKind, Outcome};
 use crate::translate::{request, response, summary};
 use crate::upstream::rest;
@@ -76,18 +77,54 @@ async fn run(tool: &Tool, args: Value) -> Reply {
         Err(reply) => return reply,
     };
     crate::ops::log::correlation(call.meta.correlation_id.as_deref());
-    match request::build(tool, &call) {
-        Err(f) => reply_for(tool, &call, Outcome::Failure(f)),
+    // A keyed call: a replay gets the stored answer, a conflicting reuse is refused, and
+    // concurrent duplicates wait for the first instead of reaching the backend again.
+    let leader = match &call.meta.idempotency_key {
+        None => None,
+        Some(key) => {
+            let business = &tool.business;
+            match idempotency::claim(
+                &business.backend.base,
+                &business.name,
+                &tool.name,
+                key,
+                &call.args,
+            )
+            .await
+            {
+                idempotency::Claim::Run(leader) => Some(leader),
+                idempotency::Claim::Replay(reply) => return reply,
+                idempotency::Claim::Conflict => {
+                    let f = Failure::new(
+                        FailureKind::Conflict,
+                        "this idempotency key was already used with different arguments",
+                    );
+                    return reply_for(tool, &call, Outcome::Failure(f));
+                }
+            }
+        }
+    };
+    // `keep`: transient failures (transport, 5xx, 429) are not remembered, so a retry with the
+    // same key reaches the backend again.
+    let (reply, keep) = match request::build(tool, &call) {
+        Err(f) => (reply_for(tool, &call, Outcome::Failure(f)), true),
         Ok(req) => match crate::ops::metrics::upstream(
             tool,
             rest::send(&tool.business.backend, req, tool.timeout),
         )
         .await
         {
-            Err(f) => reply_for(tool, &call, Outcome::Failure(f)),
-            Ok(resp) => translate_response(tool, &call, resp),
+            Err(f) => (reply_for(tool, &call, Outcome::Failure(f)), false),
+            Ok(resp) => {
+                let keep = resp.status < 500 && resp.status != 429;
+                (translate_response(tool, &call, resp), keep)
+            }
         },
+    };
+    if let Some(leader) = leader {
+        leader.finish(&reply, keep);
     }
+    reply
 }
 
 /// The pure first half: validates the arguments against `inputSchema`, extracts the binding's

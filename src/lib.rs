@@ -21,6 +21,7 @@ pub mod config;
 pub mod demo;
 pub mod discovery;
 pub mod forward;
+pub mod idempotency;
 pub mod mcp;
 pub mod model;
 pub mod ops;
