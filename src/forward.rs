@@ -239,13 +239,18 @@ fn finish(tool: &Tool, call: &Call, reply: Reply) -> Reply {
     }
     // The binding left the success text to the summary (`text_later`); without one, the text
     // is the JSON of structuredContent, as for tools that have no summary.
-    if tool.summary.is_some() && !summarised {
-        let json = result.get("structuredContent").map(Value::to_string);
-        if let (Some(json), Some(Value::String(t))) = (json, result.pointer_mut("/content/0/text"))
-            && t.is_empty()
-        {
-            *t = json;
-        }
+    let placeholder = result
+        .pointer("/content/0/text")
+        .is_some_and(|t| t.as_str() == Some(""));
+    if tool.summary.is_some()
+        && !summarised
+        && placeholder
+        && let Some(json) = result
+            .get("structuredContent")
+            .and_then(|s| serde_json::to_string(s).ok())
+        && let Some(t) = result.pointer_mut("/content/0/text")
+    {
+        *t = Value::String(json);
     }
     Reply::Result(result)
 }

@@ -11,11 +11,7 @@ async fn setup() -> (
     reqwest::Client,
     String,
 ) {
-    let (backend, seen) = test_backend().await;
-    let dir = fixture_with_backend("gateway", &backend.to_string());
-    let g = gateway(&[dir.join("usp.yaml")]).await;
-    let url = g.mcp_url();
-    (g, seen, reqwest::Client::new(), url)
+    gateway_on_test_backend("usp").await
 }
 
 fn keyed(mut args: Value, key: &str) -> Value {

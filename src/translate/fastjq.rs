@@ -210,14 +210,14 @@ impl Program {
 
     /// Runs the program on `input` with the global variables in [`GLOBALS`] order; returns
     /// the first output (or `None`), or `Stop::Fallback` when jaq must decide.
-    pub fn run(&self, input: &Value, globals: [Value; 3]) -> Result<Option<Value>, Stop> {
-        let mut slots: Vec<Rc<Value>> = Vec::with_capacity(self.slots);
-        for g in globals {
-            slots.push(Rc::new(g));
-        }
-        slots.resize_with(self.slots, || Rc::new(Value::Null));
+    /// The globals are read in place, never copied.
+    pub fn run(&self, input: &Value, globals: [&Value; 3]) -> Result<Option<Value>, Stop> {
+        let locals = self.slots.saturating_sub(GLOBALS.len());
+        // Unbound slots share one `null`; a binding replaces its slot's Rc, never mutates it.
+        let null = Rc::new(Value::Null);
         let ev = Eval {
-            slots: RefCell::new(slots),
+            globals,
+            locals: RefCell::new((0..locals).map(|_| Rc::clone(&null)).collect()),
         };
         let mut first = None;
         let r = ev.each(&self.expr, input, &mut |v| {
@@ -347,10 +347,13 @@ impl Compiler {
                 let mut steps = Vec::with_capacity(path.0.len());
                 for (part, opt) in &path.0 {
                     let step = match part {
-                        Part::Index(Term::Str(None, parts)) if lit_str(parts).is_some() => {
-                            Step::Field(lit_str(parts).unwrap_or_default())
-                        }
-                        Part::Index(i) => Step::Index(self.term(i, sc)?),
+                        Part::Index(i) => match i {
+                            Term::Str(None, parts) => match lit_str(parts) {
+                                Some(key) => Step::Field(key),
+                                None => Step::Index(self.term(i, sc)?),
+                            },
+                            _ => Step::Index(self.term(i, sc)?),
+                        },
                         Part::Range(None, None) => Step::Iter,
                         Part::Range(from, to) => Step::Slice(
                             from.as_ref().map(|t| self.term(t, sc)).transpose()?,
@@ -526,8 +529,11 @@ fn number_literal(n: &str) -> Option<Value> {
 
 static NULL: Value = Value::Null;
 
-struct Eval {
-    slots: RefCell<Vec<Rc<Value>>>,
+/// Run-time state: the globals (slots `0..GLOBALS.len()`) borrowed from the caller, and the
+/// `as $x` bindings (the slots after them).
+struct Eval<'g> {
+    globals: [&'g Value; 3],
+    locals: RefCell<Vec<Rc<Value>>>,
 }
 
 type Out<'a> = &'a mut dyn FnMut(Value) -> Res;
@@ -723,9 +729,21 @@ fn bound(v: Option<Value>, len: usize) -> Result<Option<usize>, Stop> {
     }
 }
 
-impl Eval {
-    fn var(&self, slot: usize) -> Result<Rc<Value>, Stop> {
-        self.slots.borrow().get(slot).cloned().ok_or(Stop::Fallback)
+impl Eval<'_> {
+    /// Calls `f` with the value of variable `slot`.
+    fn with_var(&self, slot: usize, f: impl FnOnce(&Value) -> Res) -> Res {
+        match self.globals.get(slot) {
+            Some(g) => f(g),
+            None => {
+                let v = self
+                    .locals
+                    .borrow()
+                    .get(slot - GLOBALS.len())
+                    .cloned()
+                    .ok_or(Stop::Fallback)?;
+                f(&v)
+            }
+        }
     }
 
     /// Exactly one output, else jaq decides (Cartesian products, empty operands).
@@ -736,19 +754,14 @@ impl Eval {
             _ => {}
         }
         let mut got: Option<Value> = None;
-        let mut many = false;
         self.each(e, input, &mut |v| {
             if got.is_some() {
-                many = true;
                 return Err(Stop::Fallback);
             }
             got = Some(v);
             Ok(())
         })?;
-        match (got, many) {
-            (Some(v), false) => Ok(v),
-            _ => Err(Stop::Fallback),
-        }
+        got.ok_or(Stop::Fallback)
     }
 
     /// Outputs by reference where the expression is a path into the input or a variable.
@@ -756,15 +769,9 @@ impl Eval {
         match e {
             Expr::Id => out(input),
             Expr::Lit(v) => out(v),
-            Expr::Var(slot) => {
-                let v = self.var(*slot)?;
-                out(&v)
-            }
+            Expr::Var(slot) => self.with_var(*slot, |v| out(v)),
             Expr::Path(root, steps) if matches!(**root, Expr::Id | Expr::Var(_)) => match &**root {
-                Expr::Var(slot) => {
-                    let v = self.var(*slot)?;
-                    self.steps(&v, steps, input, out)
-                }
+                Expr::Var(slot) => self.with_var(*slot, |v| self.steps(v, steps, input, out)),
                 _ => self.steps(input, steps, input, out),
             },
             Expr::Pipe(l, r) => self.each_ref(l, input, &mut |v| self.each_ref(r, v, out)),
@@ -914,18 +921,22 @@ impl Eval {
                     self.each(l, input, &mut |v| self.each(r, &v, out))
                 }
             }
-            Expr::Bind(l, slot, r) => self.each(l, input, &mut |v| {
-                let prev = {
-                    let mut slots = self.slots.borrow_mut();
-                    let cell = slots.get_mut(*slot).ok_or(Stop::Fallback)?;
-                    std::mem::replace(cell, Rc::new(v))
-                };
-                let r = self.each(r, input, out);
-                if let Some(cell) = self.slots.borrow_mut().get_mut(*slot) {
-                    *cell = prev;
-                }
-                r
-            }),
+            Expr::Bind(l, slot, r) => {
+                // Bindings live after the globals.
+                let local = slot.checked_sub(GLOBALS.len()).ok_or(Stop::Fallback)?;
+                self.each(l, input, &mut |v| {
+                    let prev = {
+                        let mut locals = self.locals.borrow_mut();
+                        let cell = locals.get_mut(local).ok_or(Stop::Fallback)?;
+                        std::mem::replace(cell, Rc::new(v))
+                    };
+                    let r = self.each(r, input, out);
+                    if let Some(cell) = self.locals.borrow_mut().get_mut(local) {
+                        *cell = prev;
+                    }
+                    r
+                })
+            }
             Expr::Comma(l, r) => {
                 self.each(l, input, out)?;
                 self.each(r, input, out)
@@ -1226,7 +1237,7 @@ mod tests {
 
     fn native(code: &str, input: &Value) -> Result<Option<Value>, Stop> {
         let p = Program::compile(code).unwrap_or_else(|| panic!("`{code}` is in the subset"));
-        p.run(input, [args(), Value::from(201), meta()])
+        p.run(input, [&args(), &Value::from(201), &meta()])
     }
 
     /// The native answer equals jaq's; when jaq fails, the native run hands over to jaq.
@@ -1488,7 +1499,7 @@ mod tests {
                 let want = reference
                     .run_jaq(&input, Vars3 { args: &a, status: 201, meta: &m })
                     .map_err(|e| e.message);
-                let got = program.run(&input, [a.clone(), Value::from(201), m.clone()]);
+                let got = program.run(&input, [&a, &Value::from(201), &m]);
                 match (&want, &got) {
                     (_, Err(Stop::Fallback)) => {}
                     (Ok(w), Ok(g)) => prop_assert_eq!(g, w, "`{}` on {}", code, input),

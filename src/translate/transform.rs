@@ -218,20 +218,8 @@ impl Transform {
     /// The native evaluator answers when it can; jaq, the reference, answers everything else.
     pub fn run(&self, input: &Value, vars: Vars3<'_>) -> Result<Option<Value>, RunError> {
         if let Some(native) = &self.native {
-            let globals = [
-                if self.uses_args {
-                    vars.args.clone()
-                } else {
-                    Value::Null
-                },
-                Value::from(vars.status),
-                if self.uses_meta {
-                    vars.meta.clone()
-                } else {
-                    Value::Null
-                },
-            ];
-            if let Ok(out) = native.run(input, globals) {
+            let status = Value::from(vars.status);
+            if let Ok(out) = native.run(input, [vars.args, &status, vars.meta]) {
                 if *CROSSCHECK {
                     let reference = self.run_jaq(input, vars);
                     if reference.as_ref().ok() != Some(&out) {
