@@ -101,6 +101,14 @@ async fn run(tool: &Tool, args: Value) -> Reply {
                     );
                     return reply_for(tool, &call, Outcome::Failure(f));
                 }
+                idempotency::Claim::Unavailable(why) => {
+                    tracing::warn!(error = %why, "idempotency store unavailable; keyed call refused");
+                    let f = Failure::new(
+                        FailureKind::Unavailable,
+                        "the idempotency store is unavailable; retry with the same key later",
+                    );
+                    return reply_for(tool, &call, Outcome::Failure(f));
+                }
             }
         }
     };
@@ -122,7 +130,7 @@ async fn run(tool: &Tool, args: Value) -> Reply {
         },
     };
     if let Some(leader) = leader {
-        leader.finish(&reply, keep);
+        leader.finish(&reply, keep).await;
     }
     reply
 }

@@ -11,6 +11,7 @@
 //! - [`mcp`]: JSON-RPC, both MCP protocol eras, Streamable HTTP.
 //! - [`catalog`]: resources and prompts from mappings (read, render, complete).
 //! - [`discovery`]: `/.well-known/ucp` and `/.well-known/usp` profiles from the mappings.
+//! - [`state`]: shared state in Redis for several replicas (`--state redis://...`).
 //! - [`demo`]: the embedded legacy booking API and the `portico demo` runner.
 
 pub mod app;
@@ -25,6 +26,7 @@ pub mod idempotency;
 pub mod mcp;
 pub mod model;
 pub mod ops;
+pub mod state;
 pub mod translate;
 pub mod upstream;
 pub mod webhook;

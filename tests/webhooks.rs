@@ -6,7 +6,6 @@
 mod common;
 
 use common::*;
-use futures_util::StreamExt;
 use portico::webhook::keys::{Alg, SigningKey};
 use portico::webhook::sig::{self, RequestParts, USP_COMPONENTS};
 use serde_json::{Value, json};
@@ -150,50 +149,6 @@ impl Env {
         let resp = rb.send().await.expect("GET stream");
         assert_eq!(resp.status(), 200);
         (sid, SseReader::new(resp))
-    }
-}
-
-/// Reads SSE events (`id`, parsed `data`) from a streaming response, skipping comments.
-struct SseReader {
-    body: std::pin::Pin<Box<dyn futures_util::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
-    buf: String,
-}
-
-impl SseReader {
-    fn new(resp: reqwest::Response) -> Self {
-        SseReader {
-            body: Box::pin(resp.bytes_stream()),
-            buf: String::new(),
-        }
-    }
-
-    /// The next event; a stream that stays silent for 10 s fails the test instead of hanging.
-    async fn next(&mut self) -> (Option<u64>, Value) {
-        loop {
-            if let Some(end) = self.buf.find("\n\n") {
-                let block: String = self.buf.drain(..end + 2).collect();
-                let mut id = None;
-                let mut data = None;
-                for line in block.lines() {
-                    if let Some(v) = line.strip_prefix("id: ") {
-                        id = v.parse().ok();
-                    } else if let Some(v) = line.strip_prefix("data: ") {
-                        data = serde_json::from_str(v).ok();
-                    }
-                }
-                if let Some(d) = data {
-                    return (id, d);
-                }
-                continue;
-            }
-            let chunk = tokio::time::timeout(Duration::from_secs(10), self.body.next())
-                .await
-                .expect("an SSE event within 10 s (hang guard)")
-                .expect("stream open")
-                .expect("chunk");
-            self.buf
-                .push_str(std::str::from_utf8(&chunk).expect("utf-8"));
-        }
     }
 }
 

@@ -77,6 +77,8 @@ pub struct Server {
     pub closing: tokio::sync::watch::Sender<bool>,
     /// Webhook ingress and fan-out (`POST /webhooks/{business}`, GET stream notifications).
     pub webhooks: Arc<crate::webhook::ingress::Ingress>,
+    /// The shared event stream's reader task (with `--state`).
+    reader: Option<tokio::task::AbortHandle>,
 }
 
 impl Server {
@@ -94,13 +96,52 @@ impl Server {
         if resumed > 0 {
             tracing::info!(resumed, "resuming webhook deliveries from the journal");
         }
+        // Several replicas: every accepted event comes back through the shared stream.
+        let reader = crate::state::shared().map(|state| {
+            let replay = crate::webhook::hub::HubOptions::default().replay;
+            tokio::spawn(crate::state::events::read_into(
+                state.clone(),
+                webhooks.hub.clone(),
+                replay,
+            ))
+            .abort_handle()
+        });
         Ok(Arc::new(Server {
             core,
             opts,
             sessions,
             closing: tokio::sync::watch::Sender::new(false),
             webhooks: Arc::new(webhooks),
+            reader,
         }))
+    }
+
+    /// Session `sid`: this replica's, or (with shared state) one that another replica created.
+    async fn find_session(&self, sid: &str) -> Option<Arc<crate::mcp::session::Session>> {
+        if let Some(s) = self.sessions.get(sid) {
+            return Some(s);
+        }
+        let state = crate::state::shared()?;
+        // Ids portico makes are 32 hex digits; anything else is no session of ours.
+        if sid.len() > 64 || !sid.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            return None;
+        }
+        match crate::state::sessions::find(state, sid, self.opts.session_idle).await {
+            Ok(Some(version)) => Some(self.sessions.adopt(sid, &version)),
+            Ok(None) => None,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot look the session up in the shared state");
+                None
+            }
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(r) = &self.reader {
+            r.abort();
+        }
     }
 }
 
@@ -303,8 +344,8 @@ impl Server {
         }
         match *req.method() {
             Method::POST => self.post(req).await,
-            Method::GET => self.get(req),
-            Method::DELETE => self.delete(req),
+            Method::GET => self.get(req).await,
+            Method::DELETE => self.delete(req).await,
             _ => {
                 let mut r = rpc_error(
                     StatusCode::METHOD_NOT_ALLOWED,
@@ -327,7 +368,7 @@ impl Server {
             .map(str::to_string)
     }
 
-    fn get(&self, req: Request<Incoming>) -> Response<Body> {
+    async fn get(&self, req: Request<Incoming>) -> Response<Body> {
         let Some(sid) = Self::session_id(req.headers()) else {
             let mut r = rpc_error(
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -349,7 +390,7 @@ impl Server {
                 None,
             );
         }
-        let Some(session) = self.sessions.get(&sid) else {
+        let Some(session) = self.find_session(&sid).await else {
             return rpc_error(
                 StatusCode::NOT_FOUND,
                 &Value::Null,
@@ -398,14 +439,21 @@ impl Server {
         r
     }
 
-    fn delete(&self, req: Request<Incoming>) -> Response<Body> {
+    async fn delete(&self, req: Request<Incoming>) -> Response<Body> {
         let Some(sid) = Self::session_id(req.headers()) else {
             let mut r = empty(StatusCode::METHOD_NOT_ALLOWED);
             r.headers_mut()
                 .insert(header::ALLOW, HeaderValue::from_static("POST"));
             return r;
         };
-        if self.sessions.remove(&sid) {
+        let mut ended = self.sessions.remove(&sid);
+        if let Some(state) = crate::state::shared() {
+            match crate::state::sessions::forget(state, &sid).await {
+                Ok(found) => ended |= found,
+                Err(e) => tracing::warn!(error = %e, "cannot end the session in the shared state"),
+            }
+        }
+        if ended {
             self.webhooks.hub.end_session(&sid);
             empty(StatusCode::OK)
         } else {
@@ -549,7 +597,10 @@ impl Server {
                 None,
             )
         };
-        let session = Self::session_id(headers).and_then(|sid| self.sessions.get(&sid));
+        let session = match Self::session_id(headers) {
+            Some(sid) => self.find_session(&sid).await,
+            None => None,
+        };
         let Some(session) = session.filter(|s| s.version == "2025-03-26") else {
             return refuse(
                 "JSON-RPC batches are not supported: send one message per request (batching exists only in MCP 2025-03-26 sessions)",
@@ -657,6 +708,18 @@ impl Server {
                 .and_then(Value::as_str);
             let version = handler::negotiate(requested);
             let session = self.sessions.create(version);
+            if let Some(state) = crate::state::shared()
+                && let Err(e) = crate::state::sessions::record(
+                    state,
+                    &session.id,
+                    version,
+                    self.opts.session_idle,
+                )
+                .await
+            {
+                // The session still works here; only a move to another replica would lose it.
+                tracing::warn!(error = %e, "cannot record the session in the shared state");
+            }
             let result = handler::initialize_result(&self.core.info, version);
             return self.reply(
                 id,
@@ -679,7 +742,7 @@ impl Server {
                 None,
             );
         };
-        let Some(session) = self.sessions.get(&sid) else {
+        let Some(session) = self.find_session(&sid).await else {
             return rpc_error(
                 StatusCode::NOT_FOUND,
                 &id,

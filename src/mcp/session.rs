@@ -74,6 +74,18 @@ impl Sessions {
         s
     }
 
+    /// Takes in a session another replica created (its record came from the shared state).
+    pub fn adopt(&self, id: &str, version: &str) -> Arc<Session> {
+        self.cache.get_with(id.to_string(), || {
+            Arc::new(Session {
+                id: id.to_string(),
+                version: version.to_string(),
+                stream: Mutex::new(None),
+                calls: Arc::default(),
+            })
+        })
+    }
+
     pub fn get(&self, id: &str) -> Option<Arc<Session>> {
         self.cache.get(id)
     }

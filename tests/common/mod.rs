@@ -371,3 +371,62 @@ pub async fn gateway_ops(files: &[PathBuf], ops: portico::app::Ops) -> portico::
     .await
     .expect("gateway starts")
 }
+
+/// Reads SSE events (`id`, parsed `data`) from a streaming response, skipping comments.
+pub struct SseReader {
+    body: std::pin::Pin<Box<dyn futures_util::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
+    buf: String,
+}
+
+impl SseReader {
+    pub fn new(resp: reqwest::Response) -> Self {
+        SseReader {
+            body: Box::pin(resp.bytes_stream()),
+            buf: String::new(),
+        }
+    }
+
+    /// The next event; a stream that stays silent for 10 s fails the test instead of hanging.
+    pub async fn next(&mut self) -> (Option<u64>, Value) {
+        loop {
+            if let Some(end) = self.buf.find("\n\n") {
+                let block: String = self.buf.drain(..end + 2).collect();
+                let mut id = None;
+                let mut data = None;
+                for line in block.lines() {
+                    if let Some(v) = line.strip_prefix("id: ") {
+                        id = v.parse().ok();
+                    } else if let Some(v) = line.strip_prefix("data: ") {
+                        data = serde_json::from_str(v).ok();
+                    }
+                }
+                if let Some(d) = data {
+                    return (id, d);
+                }
+                continue;
+            }
+            let chunk = tokio::time::timeout(
+                Duration::from_secs(10),
+                futures_util::StreamExt::next(&mut self.body),
+            )
+            .await
+            .expect("an SSE event within 10 s (hang guard)")
+            .expect("stream open")
+            .expect("chunk");
+            self.buf
+                .push_str(std::str::from_utf8(&chunk).expect("utf-8"));
+        }
+    }
+}
+
+/// USP tool arguments carrying a profile and the idempotency key `key`.
+pub fn keyed(mut args: Value, key: &str) -> Value {
+    args["_meta"] =
+        json!({"usp": {"profile": "https://agent.example/p.json", "idempotency_key": key}});
+    args
+}
+
+/// Requests the test backend has answered so far.
+pub fn hits(seen: &Seen) -> usize {
+    seen.requests.lock().unwrap().len()
+}
