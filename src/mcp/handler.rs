@@ -202,7 +202,8 @@ fn encode_cursor(offset: usize) -> String {
 /// Adds the 2026-07-28 per-result fields.
 fn modern_result(info: &ServerInfo, mut result: Value, cacheable: bool) -> Value {
     if let Value::Object(obj) = &mut result {
-        obj.insert("resultType".into(), json!("complete"));
+        // An MRTR answer (`mcp::input`) already says `input_required`.
+        obj.entry("resultType").or_insert_with(|| json!("complete"));
         if cacheable {
             obj.insert("ttlMs".into(), json!(info.list_ttl_ms));
             obj.insert("cacheScope".into(), json!("public"));
@@ -320,6 +321,16 @@ pub async fn handle_with(
                 let e = crate::forward::unknown_tool(name);
                 return Answer::error(e.code, e.message);
             }
+            // Tools with `ask:` first gather their client's answers.
+            let arguments = match gateway.tools.get(name) {
+                Some(t) if t.ask.is_some() => {
+                    match super::input::gather(t, modern, &p, arguments, notifier).await {
+                        super::input::Gathered::Ready(a) => a,
+                        super::input::Gathered::Done(a) => return finish(a, false),
+                    }
+                }
+                _ => arguments,
+            };
             match super::notify::observed_call(&gateway, name, arguments, notifier).await {
                 Reply::Result(r) => finish(Answer::Result(r), false),
                 Reply::Error(e) => Answer::Error {

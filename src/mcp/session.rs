@@ -17,6 +17,8 @@ pub struct Session {
     stream: Mutex<Option<mpsc::Sender<Bytes>>>,
     /// Log level, calls in flight and their progress tokens.
     pub calls: Arc<super::notify::Calls>,
+    /// Client capabilities and the server->client requests waiting for answers.
+    pub asks: Arc<super::input::Pending>,
 }
 
 impl Session {
@@ -69,6 +71,7 @@ impl Sessions {
             version: version.to_string(),
             stream: Mutex::new(None),
             calls: Arc::default(),
+            asks: Arc::default(),
         });
         self.cache.insert(id, s.clone());
         s
