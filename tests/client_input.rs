@@ -48,6 +48,18 @@ impl Setup {
     /// A 2026-07-28 `tools/call` declaring `caps`, with `extra` params (`inputResponses`,
     /// `requestState`).
     async fn call(&self, name: &str, args: Value, caps: Value, extra: Value) -> Answer {
+        self.stateless("tools/call", name, args, caps, extra).await
+    }
+
+    /// A 2026-07-28 request for `name` (`tools/call`, `prompts/get`) with `arguments`.
+    async fn stateless(
+        &self,
+        method: &str,
+        name: &str,
+        args: Value,
+        caps: Value,
+        extra: Value,
+    ) -> Answer {
         let mut params = json!({
             "name": name,
             "arguments": args,
@@ -67,10 +79,10 @@ impl Setup {
                 .header("content-type", "application/json")
                 .header("accept", "application/json, text/event-stream")
                 .header("mcp-protocol-version", MODERN)
-                .header("mcp-method", "tools/call")
+                .header("mcp-method", method)
                 .header("mcp-name", name)
                 .body(
-                    json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params})
+                    json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params})
                         .to_string(),
                 ),
         )
@@ -80,6 +92,13 @@ impl Setup {
 
 fn accept(content: Value) -> Value {
     json!({"action": "accept", "content": content})
+}
+
+/// Asserts a -32602 whose message names `what`.
+fn refused_naming(a: &Answer, what: &str) {
+    assert_eq!(a.error_code(), Some(-32602), "{}", a.text);
+    let message = a.body["error"]["message"].as_str().unwrap_or("");
+    assert!(message.contains(what), "{message}");
 }
 
 fn text(a: &Answer) -> &str {
@@ -342,13 +361,7 @@ async fn answers_must_fit_the_question_and_callers_cannot_skip_it() {
             json!({"inputResponses": {"confirm": accept(json!({"confirm": "yes"}))}}),
         )
         .await;
-    assert_eq!(a.error_code(), Some(-32602), "{}", a.text);
-    assert!(
-        a.body["error"]["message"]
-            .as_str()
-            .unwrap_or("")
-            .contains("confirm")
-    );
+    refused_naming(&a, "confirm");
     // The answer's argument sent by the caller: refused, the user must be asked.
     let a = s
         .call(
@@ -674,4 +687,74 @@ tools:
         assert!(d.file.ends_with("bad.yaml"), "{d}");
         assert!(d.line.is_some(), "every diagnostic has a line: {d}");
     }
+}
+
+#[tokio::test]
+async fn prompts_ask_at_2026_and_are_hidden_from_2025_sessions() {
+    let s = setup().await;
+    let caps = json!({"elicitation": {}});
+    let style = json!({"style": "cheerful"});
+    let get = |extra: Value| {
+        s.stateless(
+            "prompts/get",
+            "trip_brief",
+            style.clone(),
+            caps.clone(),
+            extra,
+        )
+    };
+    let first = get(json!({})).await;
+    let r = first.result();
+    assert_eq!(r["resultType"], "input_required", "{}", first.text);
+    assert_eq!(
+        r["inputRequests"]["where"]["params"]["message"],
+        "Where are you travelling to?"
+    );
+    let done = get(json!({
+        "inputResponses": {"where": accept(json!({"city": "Lisbon"}))},
+        "requestState": r["requestState"],
+    }))
+    .await;
+    assert_eq!(done.result()["resultType"], "complete", "{}", done.text);
+    assert_eq!(
+        done.result()["messages"][0]["content"]["text"],
+        "Write a cheerful brief for a trip to Lisbon."
+    );
+    // The caller cannot answer for the user through the arguments.
+    let a = s
+        .stateless(
+            "prompts/get",
+            "trip_brief",
+            json!({"city": "Nowhere"}),
+            caps.clone(),
+            json!({}),
+        )
+        .await;
+    refused_naming(&a, "city");
+
+    // A 2025 session has no stream for prompts/get to ask on: the prompt is not served there.
+    let sid = s.session(json!({"elicitation": {}})).await;
+    let list = s
+        .answer(
+            &sid,
+            json!({"jsonrpc":"2.0","id":5,"method":"prompts/list"}),
+        )
+        .await;
+    assert!(
+        list.result()["prompts"]
+            .as_array()
+            .expect("prompts")
+            .iter()
+            .all(|p| p["name"] != "trip_brief"),
+        "{}",
+        list.text
+    );
+    let a = s
+        .answer(
+            &sid,
+            json!({"jsonrpc":"2.0","id":6,"method":"prompts/get","params":{"name":"trip_brief"}}),
+        )
+        .await;
+    assert_eq!(a.error_code(), Some(-32602), "{}", a.text);
+    s.gw.stop().await.expect("stopped");
 }

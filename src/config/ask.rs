@@ -105,6 +105,17 @@ pub struct AskPlan {
     pub rounds: Vec<Vec<Step>>,
 }
 
+impl std::fmt::Debug for AskPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let rounds: Vec<Vec<(&str, &str)>> = self
+            .rounds
+            .iter()
+            .map(|r| r.iter().map(|s| (s.key.as_str(), s.method())).collect())
+            .collect();
+        f.debug_struct("AskPlan").field("rounds", &rounds).finish()
+    }
+}
+
 impl AskPlan {
     /// Capabilities the client must have declared (those of non-optional steps), sorted.
     pub fn required_capabilities(&self) -> Vec<&'static str> {
@@ -176,8 +187,11 @@ fn check_requested_schema(schema: &Value) -> Result<(), String> {
 pub struct AskCtx<'a> {
     pub file: &'a Path,
     pub text: &'a str,
+    /// `tools` or `prompts`.
+    pub section: &'a str,
+    /// The tool's or prompt's name.
     pub tool: &'a str,
-    /// The tool's OpenRPC params (the caller's arguments).
+    /// The caller's arguments (OpenRPC params, declared prompt arguments).
     pub params: &'a [&'a str],
 }
 
@@ -199,8 +213,8 @@ pub fn compile(
         if round.is_empty() {
             diags.push(
                 Diagnostic::error(cx.file, format!("ask round {} is empty", r + 1))
-                    .line(locate_yaml(cx.text, &["tools", tool, "ask"]))
-                    .at(format!("tools.{tool}.ask[{r}]"))
+                    .line(locate_yaml(cx.text, &[cx.section, tool, "ask"]))
+                    .at(format!("{}.{tool}.ask[{r}]", cx.section))
                     .hint("each list item is a round: a map of request key -> `elicit:`, `sample:` or `roots: true`"),
             );
             continue;
@@ -208,15 +222,16 @@ pub fn compile(
         let mut steps = Vec::new();
         for (key, spec) in round {
             let line = |field: &str| {
-                locate_yaml(cx.text, &["tools", tool, "ask", key, field])
-                    .or_else(|| locate_yaml(cx.text, &["tools", tool, "ask", key]))
-                    .or_else(|| locate_yaml(cx.text, &["tools", tool, "ask"]))
+                locate_yaml(cx.text, &[cx.section, tool, "ask", key, field])
+                    .or_else(|| locate_yaml(cx.text, &[cx.section, tool, "ask", key]))
+                    .or_else(|| locate_yaml(cx.text, &[cx.section, tool, "ask"]))
             };
             let err = |field: &str, msg: String, hint: &str| {
+                let section = cx.section;
                 let at = if field.is_empty() {
-                    format!("tools.{tool}.ask[{r}].{key}")
+                    format!("{section}.{tool}.ask[{r}].{key}")
                 } else {
-                    format!("tools.{tool}.ask[{r}].{key}.{field}")
+                    format!("{section}.{tool}.ask[{r}].{key}.{field}")
                 };
                 Diagnostic::error(cx.file, msg)
                     .line(line(field))
@@ -236,7 +251,7 @@ pub fn compile(
                         diags.push(err(
                             "into",
                             format!("`{name}` is a param of `{tool}`: the caller could send it and skip the question"),
-                            "fill an argument the OpenRPC method does not declare",
+                            "fill an argument the caller does not declare (not an OpenRPC param or prompt argument)",
                         ));
                     }
                     if !filled.insert(name.clone()) {

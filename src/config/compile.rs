@@ -1170,6 +1170,7 @@ fn compile_tool(
         &super::ask::AskCtx {
             file,
             text,
+            section: "tools",
             tool: name,
             params: &param_names,
         },

@@ -303,6 +303,9 @@ pub struct PromptSpec {
     #[serde(default)]
     pub arguments: IndexMap<String, PromptArgSpec>,
     pub messages: Vec<PromptMessageSpec>,
+    /// Questions for the MCP client before rendering (as a tool's `ask:`; 2026-07-28 only).
+    #[serde(default)]
+    pub ask: Vec<IndexMap<String, AskSpec>>,
 }
 
 /// One prompt argument.

@@ -7,6 +7,7 @@ use super::jsonrpc::{INVALID_PARAMS, MISSING_CAPABILITY};
 use super::notify::Notifier;
 use crate::config::Tool;
 use crate::config::ask::{AskPlan, Step, StepKind};
+use crate::config::surface::Prompt;
 use aws_lc_rs::{digest, hmac};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -124,21 +125,51 @@ fn tool_error(text: String) -> Answer {
     Answer::Result(json!({ "content": [{ "type": "text", "text": text }], "isError": true }))
 }
 
-/// Gathers the answers `tool` asks for before its backend call. Tools without `ask:` (and
-/// arguments the forward path will refuse anyway) pass straight through.
+/// What asks: a tool (before its backend call) or a prompt (before rendering).
+pub struct Asking<'a> {
+    /// `tool:<name>` or `prompt:<name>`: a `requestState` is only good for its own scope.
+    scope: String,
+    name: &'a str,
+    plan: &'a AskPlan,
+    /// A tool's `inputSchema`: arguments that fail it are not worth asking anyone about.
+    validator: Option<&'a jsonschema::Validator>,
+}
+
+impl<'a> Asking<'a> {
+    /// `None` for tools without `ask:`.
+    pub fn tool(t: &'a Tool) -> Option<Self> {
+        Some(Asking {
+            scope: format!("tool:{}", t.name),
+            name: &t.name,
+            plan: t.ask.as_deref()?,
+            validator: Some(&t.input_validator),
+        })
+    }
+
+    /// `None` for prompts without `ask:`.
+    pub fn prompt(p: &'a Prompt) -> Option<Self> {
+        Some(Asking {
+            scope: format!("prompt:{}", p.name),
+            name: &p.name,
+            plan: p.ask.as_deref()?,
+            validator: None,
+        })
+    }
+}
+
+/// Gathers the answers a tool or prompt asks for. Arguments that will be refused anyway (not
+/// an object, or failing the tool's `inputSchema`) pass straight through, unasked.
 pub async fn gather(
-    tool: &Tool,
+    asking: Asking<'_>,
     modern: bool,
     params: &Map<String, Value>,
     arguments: Option<Value>,
     notifier: &Notifier,
 ) -> Gathered {
-    let Some(plan) = tool.ask.as_deref() else {
-        return Gathered::Ready(arguments);
-    };
+    let plan = asking.plan;
     let args = arguments.unwrap_or_else(|| json!({}));
-    if !args.is_object() || !tool.input_validator.is_valid(&args) {
-        // The forward path answers with the binding's own error: do not ask anyone first.
+    if !args.is_object() || asking.validator.is_some_and(|v| !v.is_valid(&args)) {
+        // The forward path (or the prompt) answers with its own error: ask nobody first.
         return Gathered::Ready(Some(args));
     }
     if let Some(name) = plan
@@ -148,7 +179,7 @@ pub async fn gather(
     {
         return Gathered::Done(invalid(format!(
             "argument `{name}` of `{}` is asked from the client; the caller must not send it",
-            tool.name
+            asking.name
         )));
     }
     let link = notifier.client_link();
@@ -164,7 +195,7 @@ pub async fn gather(
             None => {
                 return Gathered::Done(invalid(format!(
                     "`{}` asks the client for input: call it over Streamable HTTP in a session, accepting text/event-stream",
-                    tool.name
+                    asking.name
                 )));
             }
         }
@@ -183,7 +214,7 @@ pub async fn gather(
             code: MISSING_CAPABILITY,
             message: format!(
                 "Missing required client capability: `{}` needs {}",
-                tool.name,
+                asking.name,
                 missing.join(", ")
             ),
             data: Some(json!({ "requiredCapabilities": required })),
@@ -191,7 +222,7 @@ pub async fn gather(
         });
     }
     let outcome = match (modern, link) {
-        (true, _) => mrtr(tool, plan, &caps, params, args),
+        (true, _) => mrtr(&asking.scope, plan, &caps, params, args),
         (false, Some(link)) => converse(plan, &caps, &link, args).await,
         (false, None) => Err(invalid("no client link")),
     };
@@ -432,7 +463,7 @@ fn open(sealed: &str, tool: &str, args: &Value) -> Result<State, Answer> {
         .and_then(|b| serde_json::from_slice(&b).ok())
         .ok_or_else(refused)?;
     if payload.get("tool").and_then(Value::as_str) != Some(tool) {
-        return Err(invalid("requestState belongs to another tool"));
+        return Err(invalid("requestState belongs to another tool or prompt"));
     }
     if payload.get("args").and_then(Value::as_str) != Some(args_digest(args).as_str()) {
         return Err(invalid(
@@ -457,7 +488,7 @@ fn open(sealed: &str, tool: &str, args: &Value) -> Result<State, Answer> {
 /// 2026-07-28: applies the `inputResponses` of this retry; answers `input_required` with the
 /// next questions, or returns the arguments once every round is answered.
 fn mrtr(
-    tool: &Tool,
+    scope: &str,
     plan: &AskPlan,
     caps: &Value,
     params: &Map<String, Value>,
@@ -474,7 +505,7 @@ fn mrtr(
             round: 0,
             gathered: Map::new(),
         },
-        Some(Value::String(s)) => open(s, &tool.name, &args)?,
+        Some(Value::String(s)) => open(s, scope, &args)?,
         Some(_) => return Err(invalid("`requestState` must be a string")),
     };
     let merge = |gathered: &Map<String, Value>| {
@@ -492,7 +523,7 @@ fn mrtr(
         Ok(json!({
             "resultType": "input_required",
             "inputRequests": requests,
-            "requestState": seal(&tool.name, &args, state),
+            "requestState": seal(scope, &args, state),
         }))
     };
     while let Some(round) = plan.rounds.get(state.round) {
