@@ -306,7 +306,8 @@ async fn later_rounds_see_earlier_answers_and_carry_a_new_state() {
             "pick_room",
             json!({}),
             caps.clone(),
-            json!({"inputResponses": {"room": accept(json!({"room_type": "suite"}))}, "requestState": s1}),
+            // A field nobody asked for does not become an argument.
+            json!({"inputResponses": {"room": accept(json!({"room_type": "suite", "booking_id": "X"}))}, "requestState": s1}),
         )
         .await;
     let q = &r2.result()["inputRequests"]["blurb"];

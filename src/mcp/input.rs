@@ -334,7 +334,14 @@ fn apply(step: &Step, answer: &Value, target: &mut Value, ctx: &Value) -> Result
         (Some(into), v) => {
             obj.insert(into.clone(), v);
         }
-        (None, Value::Object(fields)) => obj.extend(fields),
+        // Only the fields the question asked for: an answer cannot replace other arguments.
+        (None, Value::Object(mut fields)) => {
+            for name in step.fills() {
+                if let Some(v) = fields.remove(&name) {
+                    obj.insert(name, v);
+                }
+            }
+        }
         (None, _) => return Err(bad("must be an object")),
     }
     Ok(())
@@ -535,7 +542,8 @@ fn mrtr(
         }
         let mut gathered = Value::Object(state.gathered.clone());
         for s in steps {
-            apply(s, &responses[&s.key], &mut gathered, &merged)?;
+            let answer = responses.get(&s.key).unwrap_or(&Value::Null);
+            apply(s, answer, &mut gathered, &merged)?;
         }
         state.gathered = match gathered {
             Value::Object(m) => m,
