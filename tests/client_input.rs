@@ -759,3 +759,33 @@ async fn prompts_ask_at_2026_and_are_hidden_from_2025_sessions() {
     assert_eq!(a.error_code(), Some(-32602), "{}", a.text);
     s.gw.stop().await.expect("stopped");
 }
+
+#[tokio::test]
+async fn cancelling_a_session_call_abandons_its_question() {
+    let s = setup().await;
+    let sid = s.session(json!({"elicitation": {}})).await;
+    let mut stream = s
+        .session_call(&sid, "cancel_booking", json!({"booking_id": "B6"}))
+        .await;
+    let q = stream.next().await.expect("a request");
+    let a = s
+        .answer(
+            &sid,
+            json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c1"}}),
+        )
+        .await;
+    assert_eq!(a.status, 202);
+    assert!(
+        stream.next().await.is_none(),
+        "the stream ends without a response"
+    );
+    let late = s
+        .answer(
+            &sid,
+            json!({"jsonrpc":"2.0","id":q["id"],"result":accept(json!({"confirm": true}))}),
+        )
+        .await;
+    assert_eq!(late.status, 400, "the abandoned question waits for nothing");
+    assert!(s.backend_calls().is_empty());
+    s.gw.stop().await.expect("stopped");
+}

@@ -1,5 +1,5 @@
-//! Compiling a tool's `ask:` rounds (questions for the MCP client: elicitation, sampling, roots)
-//! into an [`AskPlan`]. It must never panic on user input: every problem is a `Diagnostic`.
+//! Compiling a tool's or prompt's `ask:` rounds (elicit, sample, roots) into an [`AskPlan`].
+//! It must never panic on user input: every problem becomes a `Diagnostic` with file and line.
 
 use super::compile::parse_duration;
 use super::diag::{Diagnostic, locate_yaml};

@@ -1,6 +1,5 @@
-//! Client input for tools with `ask:` steps: 2025-era server->client requests on the call's SSE
-//! stream (answers routed back by id), 2026-07-28 MRTR (`input_required` + signed `requestState`),
-//! and the per-tool client-capability check. It never calls the backend: it only gathers arguments.
+//! Client input for `ask:` (2025: requests on the call's SSE stream; 2026-07-28: MRTR with a
+//! signed `requestState`) and the client-capability check. It never calls the backend itself.
 
 use super::handler::Answer;
 use super::jsonrpc::{INVALID_PARAMS, MISSING_CAPABILITY};
