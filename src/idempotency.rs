@@ -105,7 +105,7 @@ static STORE: LazyLock<Store> = LazyLock::new(|| Store {
 });
 
 /// JSON text with object keys sorted at every level.
-fn canonical(v: &Value) -> String {
+pub(crate) fn canonical(v: &Value) -> String {
     fn sorted(v: &Value) -> Value {
         match v {
             Value::Object(m) => {

@@ -708,6 +708,10 @@ impl Server {
                 .and_then(Value::as_str);
             let version = handler::negotiate(requested);
             let session = self.sessions.create(version);
+            let caps = params.as_ref().and_then(|p| p.get("capabilities"));
+            session
+                .asks
+                .set_capabilities(caps.cloned().unwrap_or_else(|| json!({})));
             if let Some(state) = crate::state::shared()
                 && let Err(e) = crate::state::sessions::record(
                     state,
@@ -774,7 +778,18 @@ impl Server {
                 }
                 empty(StatusCode::ACCEPTED)
             }
-            Message::Notification { .. } | Message::Response { .. } => empty(StatusCode::ACCEPTED),
+            Message::Notification { .. } => empty(StatusCode::ACCEPTED),
+            // An answer to a server->client request (`mcp::input`) goes to the waiting call.
+            Message::Response { id, body } => match session.asks.deliver(&id, body) {
+                Ok(()) => empty(StatusCode::ACCEPTED),
+                Err(e) => rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    &Value::Null,
+                    INVALID_REQUEST,
+                    &e.to_string(),
+                    None,
+                ),
+            },
             Message::Request { id, method, params } => {
                 if method.starts_with("resources/")
                     && let Some(answer) = crate::webhook::edge::intercept(
@@ -803,10 +818,24 @@ impl Server {
                             return self.reply(&id, answer, json_ok, sse_ok, None);
                         }
                     };
+                    let asks = params
+                        .as_ref()
+                        .and_then(|p| p.get("name"))
+                        .and_then(Value::as_str)
+                        .is_some_and(|n| {
+                            self.core
+                                .gateway
+                                .load()
+                                .tools
+                                .get(n)
+                                .is_some_and(|t| t.ask.is_some())
+                        })
+                        .then(|| session.asks.clone());
                     let call = CallReport {
                         token,
                         level,
                         cancel: Some((reg, cancel)),
+                        asks,
                     };
                     return self
                         .observed_call(id, era, params, call, json_ok, sse_ok)
@@ -838,7 +867,7 @@ impl Server {
         let (id, method, params) = match msg {
             Message::Request { id, method, params } => (id, method, params),
             Message::Notification { .. } => return empty(StatusCode::ACCEPTED),
-            Message::Response { id } => {
+            Message::Response { id, .. } => {
                 return rpc_error(
                     StatusCode::BAD_REQUEST,
                     &id,
@@ -1001,6 +1030,7 @@ impl Server {
                 token,
                 level,
                 cancel: None,
+                asks: None,
             };
             return self
                 .observed_call(id, era, params, call, json_ok, sse_ok)
@@ -1109,6 +1139,8 @@ struct CallReport {
     token: Option<Value>,
     level: Option<notify::Level>,
     cancel: Option<(notify::Registration, tokio::sync::oneshot::Receiver<()>)>,
+    /// The session's waiting table, when the tool asks its client for input (2025 era).
+    asks: Option<Arc<super::input::Pending>>,
 }
 
 /// JSON-RPC code for a request answered after `notifications/cancelled` (JSON replies only:
@@ -1129,10 +1161,11 @@ impl Server {
         json_ok: bool,
         sse_ok: bool,
     ) -> Response<Body> {
-        let stream = sse_ok && (report.token.is_some() || report.level.is_some());
+        let stream =
+            sse_ok && (report.token.is_some() || report.level.is_some() || report.asks.is_some());
         let (tx, mut rx) = mpsc::unbounded_channel::<Value>();
         let notifier = if stream {
-            notify::Notifier::new(tx, report.token, report.level)
+            notify::Notifier::new(tx, report.token, report.level).with_asks(report.asks)
         } else {
             notify::Notifier::none()
         };
