@@ -394,3 +394,60 @@ async fn redis_down_refuses_keyed_calls_and_webhooks_then_recovers() {
         "the refused webhook is accepted on retry"
     );
 }
+
+#[tokio::test]
+async fn a_delivery_left_by_a_dead_replica_is_taken_over_by_another() {
+    let healthy = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let up = healthy.clone();
+    let (recv, mut received) = hook_receiver(move |_| {
+        if up.load(std::sync::atomic::Ordering::SeqCst) {
+            200
+        } else {
+            503
+        }
+    })
+    .await;
+    let event_id = |r: &Received| {
+        serde_json::from_slice::<Value>(&r.body).ok()?["event_id"]
+            .as_str()
+            .map(str::to_string)
+    };
+    let key = SigningKey::generate(Alg::EcdsaP256Sha256, "biz").expect("key");
+    let mapping = webhook_mapping(&key);
+    // The first attempt fails; the retry would come 2 s later, from a replica that is dead by then.
+    let text = std::fs::read_to_string(&mapping).expect("mapping")
+        + &format!(
+            "  deliver_to: [\"http://{recv}/hook\"]\n  retry: {{ initial: 2s, retries: 1, max_total: 3s, timeout: 500ms }}\n"
+        );
+    std::fs::write(&mapping, text).expect("mapping written");
+    let redis = Redis::start();
+    let a = Replica::start(&mapping, &redis.url());
+    let b = Replica::start(&mapping, &redis.url());
+    let http = reqwest::Client::new();
+
+    assert_eq!(webhook(&http, &key, &a, "wh-out").await, 202);
+    let first = tokio::time::timeout(Duration::from_secs(10), received.recv())
+        .await
+        .expect("A's first attempt within 10 s")
+        .expect("receiver open");
+    assert_eq!(
+        (first.status, event_id(&first)),
+        (503, Some("wh-out".into()))
+    );
+    a.kill();
+    healthy.store(true, std::sync::atomic::Ordering::SeqCst);
+
+    // A's lease ends (its whole schedule, ~6 s) and B sends the event from the first attempt.
+    let again = tokio::time::timeout(Duration::from_secs(20), received.recv())
+        .await
+        .expect("B takes the delivery over within 20 s")
+        .expect("receiver open");
+    assert_eq!(
+        (again.status, event_id(&again)),
+        (200, Some("wh-out".into()))
+    );
+    // Delivered once more, not again and again: the lease ended with the delivery.
+    let more = tokio::time::timeout(Duration::from_secs(3), received.recv()).await;
+    assert!(more.is_err(), "no further delivery after the 200");
+    drop(b);
+}

@@ -79,6 +79,8 @@ pub struct Server {
     pub webhooks: Arc<crate::webhook::ingress::Ingress>,
     /// The shared event stream's reader task (with `--state`).
     reader: Option<tokio::task::AbortHandle>,
+    /// The sweeper that takes over deliveries of stopped replicas (with `--state`).
+    sweeper: Option<tokio::task::AbortHandle>,
 }
 
 impl Server {
@@ -106,6 +108,12 @@ impl Server {
             ))
             .abort_handle()
         });
+        let sweeper = match (crate::state::shared(), &webhooks.egress) {
+            (Some(state), Some(egress)) => {
+                Some(tokio::spawn(egress.clone().take_over_forever(state)).abort_handle())
+            }
+            _ => None,
+        };
         Ok(Arc::new(Server {
             core,
             opts,
@@ -113,6 +121,7 @@ impl Server {
             closing: tokio::sync::watch::Sender::new(false),
             webhooks: Arc::new(webhooks),
             reader,
+            sweeper,
         }))
     }
 
@@ -139,8 +148,8 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        if let Some(r) = &self.reader {
-            r.abort();
+        for task in [&self.reader, &self.sweeper].into_iter().flatten() {
+            task.abort();
         }
     }
 }

@@ -430,3 +430,55 @@ pub fn keyed(mut args: Value, key: &str) -> Value {
 pub fn hits(seen: &Seen) -> usize {
     seen.requests.lock().unwrap().len()
 }
+
+/// One request a `hook_receiver` got, and the status it answered.
+pub struct Received {
+    pub path: String,
+    pub status: u16,
+    pub headers: http::HeaderMap,
+    pub body: bytes::Bytes,
+}
+
+/// A webhook receiver on 127.0.0.1 answering each request with `status_for(path)`; every
+/// request is reported on the channel.
+pub async fn hook_receiver(
+    status_for: impl Fn(&str) -> u16 + Send + Sync + 'static,
+) -> (SocketAddr, tokio::sync::mpsc::UnboundedReceiver<Received>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let status_for = Arc::new(status_for);
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let (tx, status_for) = (tx.clone(), status_for.clone());
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
+                    let (tx, status_for) = (tx.clone(), status_for.clone());
+                    async move {
+                        let (parts, body) = req.into_parts();
+                        let body = body
+                            .collect()
+                            .await
+                            .map(|c| c.to_bytes())
+                            .unwrap_or_default();
+                        let path = parts.uri.path().to_string();
+                        let status = status_for(&path);
+                        let _ = tx.send(Received {
+                            path,
+                            status,
+                            headers: parts.headers,
+                            body,
+                        });
+                        let mut r = Response::new(Full::new(Bytes::new()));
+                        *r.status_mut() = hyper::StatusCode::from_u16(status).unwrap();
+                        Ok::<_, std::convert::Infallible>(r)
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    (addr, rx)
+}
