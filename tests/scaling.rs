@@ -251,14 +251,44 @@ fn numbered(ns: std::ops::RangeInclusive<u64>) -> Vec<(Option<u64>, String)> {
     ns.map(|n| (Some(n), format!("wh-{n}"))).collect()
 }
 
+/// Two replicas receiving webhooks signed by `key`, sharing a private Redis.
+struct Cluster {
+    key: SigningKey,
+    mapping: PathBuf,
+    redis: Redis,
+    a: Replica,
+    b: Replica,
+    http: reqwest::Client,
+}
+
+impl Cluster {
+    fn start() -> Cluster {
+        let key = SigningKey::generate(Alg::EcdsaP256Sha256, "biz").expect("key");
+        let mapping = webhook_mapping(&key);
+        let redis = Redis::start();
+        let a = Replica::start(&mapping, &redis.url());
+        let b = Replica::start(&mapping, &redis.url());
+        Cluster {
+            key,
+            mapping,
+            redis,
+            a,
+            b,
+            http: reqwest::Client::new(),
+        }
+    }
+}
+
 #[tokio::test]
 async fn webhooks_fan_out_across_replicas_once_in_order_and_survive_a_failover() {
-    let key = SigningKey::generate(Alg::EcdsaP256Sha256, "biz").expect("key");
-    let mapping = webhook_mapping(&key);
-    let redis = Redis::start();
-    let a = Replica::start(&mapping, &redis.url());
-    let b = Replica::start(&mapping, &redis.url());
-    let http = reqwest::Client::new();
+    let Cluster {
+        key,
+        mapping,
+        redis,
+        a,
+        b,
+        http,
+    } = Cluster::start();
 
     // The client's session and stream live on B; the webhooks arrive at A.
     let (sid, _) = initialize(&http, &b.mcp, "2025-11-25").await;
@@ -450,4 +480,73 @@ async fn a_delivery_left_by_a_dead_replica_is_taken_over_by_another() {
     let more = tokio::time::timeout(Duration::from_secs(3), received.recv()).await;
     assert!(more.is_err(), "no further delivery after the 200");
     drop(b);
+}
+
+/// `resources/read` of a booking resource at 2026-07-28 on `r`: the latest event's text.
+async fn latest_booking_event(http: &reqwest::Client, r: &Replica, uri: &str) -> String {
+    let read = send(modern(
+        http,
+        &r.mcp,
+        9,
+        "resources/read",
+        json!({ "uri": uri }),
+    ))
+    .await;
+    read.result()["contents"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[tokio::test]
+async fn a_2026_client_re_listens_on_another_replica_and_reads_what_it_missed() {
+    let Cluster {
+        key,
+        mapping,
+        redis,
+        a,
+        b,
+        http,
+    } = Cluster::start();
+    let uri = "usp://bookings/B-1";
+    let listen = json!({"notifications": {"resourceSubscriptions": [uri]}});
+
+    // The listen stream is on B; the webhook arrives at A.
+    let resp = modern(&http, &b.mcp, 1, "subscriptions/listen", listen.clone())
+        .send()
+        .await
+        .expect("listen on B");
+    let mut sse = SseReader::new(resp);
+    let (_, ack) = sse.next().await;
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(webhook(&http, &key, &a, "wh-1").await, 202);
+    let (_, updated) = sse.next().await;
+    assert_eq!(updated["method"], "notifications/resources/updated");
+    assert_eq!(updated["params"]["uri"], uri);
+
+    // B dies; an event is acknowledged while the client is away.
+    drop(sse);
+    b.kill();
+    assert_eq!(webhook(&http, &key, &a, "wh-2").await, 202);
+    // The client re-listens on A (2026-07-28 has no resumption) and reads the resource.
+    let resp = modern(&http, &a.mcp, 2, "subscriptions/listen", listen)
+        .send()
+        .await
+        .expect("listen on A");
+    let mut sse = SseReader::new(resp);
+    let (_, ack) = sse.next().await;
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    let latest = latest_booking_event(&http, &a, uri).await;
+    assert!(
+        latest.contains("wh-2"),
+        "the missed event is readable: {latest}"
+    );
+    // Live events keep coming on the new stream.
+    assert_eq!(webhook(&http, &key, &a, "wh-3").await, 202);
+    let (_, updated) = sse.next().await;
+    assert_eq!(updated["params"]["uri"], uri);
+    // A replica started afterwards knows the booking's latest event too.
+    let c = Replica::start(&mapping, &redis.url());
+    let latest = latest_booking_event(&http, &c, uri).await;
+    assert!(latest.contains("wh-3"), "{latest}");
 }

@@ -81,6 +81,8 @@ pub struct Server {
     reader: Option<tokio::task::AbortHandle>,
     /// The sweeper that takes over deliveries of stopped replicas (with `--state`).
     sweeper: Option<tokio::task::AbortHandle>,
+    /// True once the hub holds the shared stream's recent events (at once without `--state`).
+    loaded: tokio::sync::watch::Receiver<bool>,
 }
 
 impl Server {
@@ -99,12 +101,14 @@ impl Server {
             tracing::info!(resumed, "resuming webhook deliveries from the journal");
         }
         // Several replicas: every accepted event comes back through the shared stream.
+        let (loaded_tx, loaded) = tokio::sync::watch::channel(crate::state::shared().is_none());
         let reader = crate::state::shared().map(|state| {
             let replay = crate::webhook::hub::HubOptions::default().replay;
             tokio::spawn(crate::state::events::read_into(
                 state.clone(),
                 webhooks.hub.clone(),
                 replay,
+                loaded_tx,
             ))
             .abort_handle()
         });
@@ -122,7 +126,15 @@ impl Server {
             webhooks: Arc::new(webhooks),
             reader,
             sweeper,
+            loaded,
         }))
+    }
+
+    /// Waits (2 s at most) until the hub has the shared stream's recent events, so a replay
+    /// or a booking read on a replica that just started sees what other replicas accepted.
+    async fn events_loaded(&self) {
+        let mut loaded = self.loaded.clone();
+        let _ = tokio::time::timeout(Duration::from_secs(2), loaded.wait_for(|l| *l)).await;
     }
 
     /// Session `sid`: this replica's, or (with shared state) one that another replica created.
@@ -416,6 +428,7 @@ impl Server {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok());
         let filter = crate::webhook::hub::Filter::from_query(req.uri().query());
+        self.events_loaded().await;
         let events = self.webhooks.hub.listen(&sid, filter, last_event_id);
         self.stream_response(futures_util::stream::select(
             tokio_stream_receiver(rx),
@@ -800,6 +813,9 @@ impl Server {
                 ),
             },
             Message::Request { id, method, params } => {
+                if method.starts_with("resources/") {
+                    self.events_loaded().await;
+                }
                 if method.starts_with("resources/")
                     && let Some(answer) = crate::webhook::edge::intercept(
                         &self.webhooks,
@@ -993,6 +1009,9 @@ impl Server {
                 "params._meta[\"io.modelcontextprotocol/clientCapabilities\"] is required".into(),
                 None,
             );
+        }
+        if method == "resources/read" {
+            self.events_loaded().await;
         }
         if method == "resources/read"
             && let Some(Answer::Result(mut r)) = crate::webhook::edge::intercept(

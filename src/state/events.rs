@@ -88,8 +88,14 @@ fn entry(id: &StreamId) -> Option<Entry> {
 
 /// Feeds `hub` from the stream until the task is aborted: first the newest `replay` events
 /// (into the replay buffer, not sent), then every new event as it is appended, by any replica.
-/// Reconnects by itself after Redis errors, resuming after the last entry it read.
-pub async fn read_into(state: Arc<Shared>, hub: Arc<Hub>, replay: usize) {
+/// Reconnects by itself after Redis errors, resuming after the last entry it read. `loaded`
+/// turns true once the recent events are in the replay buffer.
+pub async fn read_into(
+    state: Arc<Shared>,
+    hub: Arc<Hub>,
+    replay: usize,
+    loaded: tokio::sync::watch::Sender<bool>,
+) {
     let key = stream_key(&state);
     let mut last: Option<String> = None;
     let mut pause = Duration::from_millis(100);
@@ -127,6 +133,7 @@ pub async fn read_into(state: Arc<Shared>, hub: Arc<Hub>, replay: usize) {
                         }
                         let id = newest.unwrap_or_else(|| "0-0".into());
                         last = Some(id.clone());
+                        loaded.send_replace(true);
                         id
                     }
                     Err(e) => {
