@@ -110,6 +110,13 @@ enum Command {
         /// Server name announced in `serverInfo`.
         #[arg(long, default_value = "portico", env = "PORTICO_SERVER_NAME")]
         server_name: String,
+        /// Also receive webhooks on this address (`POST /webhooks/{business}`); their
+        /// notifications are written to stdout once a 2025 session is initialized.
+        #[arg(long, env = "PORTICO_WEBHOOK_LISTEN")]
+        webhook_listen: Option<SocketAddr>,
+        /// portico's private JWK for outgoing webhooks (as for `serve`).
+        #[arg(long, env = "PORTICO_WEBHOOK_KEY")]
+        webhook_key: Option<PathBuf>,
     },
     /// Run the embedded demo: a legacy spa + hotel API with portico in front, on 127.0.0.1.
     Demo {
@@ -403,8 +410,17 @@ async fn main() -> ExitCode {
         Command::Stdio {
             config,
             server_name,
+            webhook_listen,
+            webhook_key,
         } => {
             init_logging();
+            let webhook_key = match webhook_key.map(|p| load_webhook_key(&p)).transpose() {
+                Ok(k) => k,
+                Err(e) => {
+                    eprintln!("{e}");
+                    return ExitCode::FAILURE;
+                }
+            };
             let Some(gateway) = load_config(&config) else {
                 return ExitCode::FAILURE;
             };
@@ -416,11 +432,37 @@ async fn main() -> ExitCode {
                 },
             });
             let max_depth = HttpOptions::default().max_depth;
-            match portico::mcp::stdio::serve(
+            let mut hub = None;
+            if let Some(addr) = webhook_listen {
+                let listener = match tokio::net::TcpListener::bind(addr).await {
+                    Ok(l) => l,
+                    Err(e) => {
+                        eprintln!("--webhook-listen {addr}: {e}");
+                        return ExitCode::FAILURE;
+                    }
+                };
+                let ingress = std::sync::Arc::new(portico::webhook::ingress::Ingress::with_key(
+                    webhook_key,
+                    None,
+                ));
+                hub = Some(ingress.hub.clone());
+                // stdout carries JSON-RPC only: the address goes to stderr.
+                if let Ok(a) = listener.local_addr() {
+                    eprintln!("webhooks: http://{a}/webhooks/");
+                }
+                tokio::spawn(portico::webhook::listener::serve(
+                    listener,
+                    ingress,
+                    core.clone(),
+                    HttpOptions::default().max_body_bytes,
+                ));
+            }
+            match portico::mcp::stdio::serve_with_events(
                 core,
                 tokio::io::stdin(),
                 tokio::io::stdout(),
                 max_depth,
+                hub,
             )
             .await
             {

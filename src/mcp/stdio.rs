@@ -22,15 +22,57 @@ pub const MAX_LINE: usize = 1 << 20;
 pub async fn serve<R, W>(
     core: Arc<Core>,
     input: R,
-    mut output: W,
+    output: W,
     max_depth: usize,
 ) -> std::io::Result<()>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
+    serve_with_events(core, input, output, max_depth, None).await
+}
+
+/// As `serve`, and once a 2025 session is initialized, every webhook notification `hub`
+/// fans out (`usp_webhook` and the like) is written to stdout too, as it arrives. Events
+/// accepted before `initialize` are not sent (there was no session to send them to).
+pub async fn serve_with_events<R, W>(
+    core: Arc<Core>,
+    input: R,
+    mut output: W,
+    max_depth: usize,
+    hub: Option<Arc<crate::webhook::hub::Hub>>,
+) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
     let (out, mut queue) = mpsc::unbounded_channel::<Value>();
-    let reader = read_loop(core, input, out, max_depth);
+    let session = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let forwarder = hub.map(|hub| {
+        let (out, session) = (out.clone(), session.clone());
+        let mut events = Box::pin(hub.listen("stdio", Default::default(), None));
+        tokio::spawn(async move {
+            use futures_util::StreamExt;
+            while let Some(frame) = events.next().await {
+                if !session.load(std::sync::atomic::Ordering::Acquire) {
+                    continue;
+                }
+                for msg in sse_messages(&frame) {
+                    if out.send(msg).is_err() {
+                        return;
+                    }
+                }
+            }
+        })
+        .abort_handle()
+    });
+    let forwarder = forwarder.map(AbortOnDrop);
+    let reader = async move {
+        let read = read_loop(core, input, out, max_depth, session).await;
+        // End of input: the forwarder's copy of the output queue goes too, so the writer ends.
+        drop(forwarder);
+        read
+    };
     let writer = async {
         while let Some(msg) = queue.recv().await {
             write(&mut output, &msg).await?;
@@ -40,11 +82,30 @@ where
     tokio::try_join!(reader, writer).map(|_| ())
 }
 
+/// Stops the notification forwarder with the server.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The JSON-RPC messages in one SSE frame (its `data:` lines).
+fn sse_messages(frame: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(frame)
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str(d).ok())
+        .collect()
+}
+
 async fn read_loop<R: AsyncRead + Unpin>(
     core: Arc<Core>,
     input: R,
     out: mpsc::UnboundedSender<Value>,
     max_depth: usize,
+    session: Arc<std::sync::atomic::AtomicBool>,
 ) -> std::io::Result<()> {
     let mut lines = BufReader::new(input);
     let mut negotiated: Option<String> = None;
@@ -98,6 +159,10 @@ async fn read_loop<R: AsyncRead + Unpin>(
                     Ok(era) => era,
                     Err(reply) => {
                         let _ = out.send(reply);
+                        // After the `initialize` answer: notifications may follow it.
+                        if negotiated.is_some() {
+                            session.store(true, std::sync::atomic::Ordering::Release);
+                        }
                         continue;
                     }
                 };

@@ -10,5 +10,6 @@ pub mod hub;
 pub mod ingress;
 pub mod journal;
 pub mod keys;
+pub mod listener;
 pub mod sfv;
 pub mod sig;

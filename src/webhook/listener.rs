@@ -1,0 +1,70 @@
+//! A webhook-only HTTP listener (`portico stdio --webhook-listen`): `POST /webhooks/{business}` and `/.well-known/jwks.json`, nothing else.
+//! It never serves MCP: a stdio server's MCP stays on stdin/stdout.
+
+use super::ingress::Ingress;
+use crate::mcp::handler::Core;
+use bytes::Bytes;
+use http::{Method, Response, StatusCode, header};
+use http_body_util::Full;
+use serde_json::{Value, json};
+use std::convert::Infallible;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+
+fn json_response(status: StatusCode, body: &Value) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(Bytes::from(body.to_string())));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+/// Serves webhooks for `ingress` on `listener` until the task is dropped.
+pub async fn serve(listener: TcpListener, ingress: Arc<Ingress>, core: Arc<Core>, max_body: usize) {
+    loop {
+        let stream = match listener.accept().await {
+            Ok((s, _)) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "webhook listener: accept failed");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let (ingress, core) = (ingress.clone(), core.clone());
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(
+                move |req: http::Request<hyper::body::Incoming>| {
+                    let (ingress, core) = (ingress.clone(), core.clone());
+                    async move {
+                        let path = req.uri().path().to_string();
+                        let r = if let Some(business) = path.strip_prefix("/webhooks/") {
+                            let gateway = core.gateway.load_full();
+                            let reply =
+                                super::edge::receive(&ingress, &gateway, business, req, max_body)
+                                    .await;
+                            json_response(reply.status, &reply.body)
+                        } else if path == "/.well-known/jwks.json" && req.method() == Method::GET {
+                            let keys = ingress.egress.as_ref().map(|e| e.jwks());
+                            json_response(
+                                StatusCode::OK,
+                                &keys.unwrap_or_else(|| json!({"keys": []})),
+                            )
+                        } else {
+                            json_response(
+                                StatusCode::NOT_FOUND,
+                                &json!({"title": "not found", "status": 404,
+                                    "detail": "this listener only takes POST /webhooks/{business}"}),
+                            )
+                        };
+                        Ok::<_, Infallible>(r)
+                    }
+                },
+            );
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                .await;
+        });
+    }
+}
