@@ -72,8 +72,13 @@ pub async fn call_tool(gateway: &Gateway, name: &str, arguments: Option<Value>) 
 }
 
 async fn run(tool: &Tool, args: Value) -> Reply {
+    let presented = crate::auth::presented(tool, &args);
     let call = match prepare(tool, args) {
         Ok(c) => c,
+        Err(reply) => return reply,
+    };
+    let grant = match crate::auth::authorize(tool, &call, presented).await {
+        Ok(g) => g,
         Err(reply) => return reply,
     };
     crate::ops::log::correlation(call.meta.correlation_id.as_deref());
@@ -121,6 +126,8 @@ async fn run(tool: &Tool, args: Value) -> Reply {
             }
         },
     };
+    let mut reply = reply;
+    crate::auth::issue(tool, &grant, &mut reply).await;
     if let Some(leader) = leader {
         leader.finish(&reply, keep);
     }

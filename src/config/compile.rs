@@ -65,6 +65,8 @@ pub struct Business {
     pub discovery: super::mapping::DiscoverySpec,
     /// Incoming webhook settings, when the mapping declares `webhooks`.
     pub webhooks: Option<Arc<crate::webhook::config::WebhookConfig>>,
+    /// Inbound authentication, when the mapping declares `authorization`.
+    pub auth: Option<Arc<crate::auth::policy::Policy>>,
 }
 
 /// What a status means, compiled.
@@ -634,6 +636,17 @@ fn compile_file(
         .ok()
         .map(Arc::new)
     });
+    let auth = spec.authorization.as_ref().and_then(|a| {
+        let tools: Vec<(String, Option<String>)> = spec
+            .tools
+            .keys()
+            .map(|t| (t.clone(), doc.method(t).and_then(|m| m.access.clone())))
+            .collect();
+        crate::auth::policy::compile(a, file, &text, &tools)
+            .map_err(|ds| diags.extend(ds))
+            .ok()
+            .map(Arc::new)
+    });
     let backend = backend?;
     check_discovery(file, &text, &spec.discovery, diags);
     let business = Arc::new(Business {
@@ -643,6 +656,7 @@ fn compile_file(
         backend,
         discovery: spec.discovery.clone(),
         webhooks,
+        auth,
     });
 
     let mut tools = Vec::new();

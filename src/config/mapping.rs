@@ -42,6 +42,9 @@ pub struct MappingFile {
     /// What `/.well-known/ucp` or `/.well-known/usp` advertises for this business.
     #[serde(default)]
     pub discovery: DiscoverySpec,
+    /// Inbound authentication and access tiers (USP AuthorizationPolicy), see docs/security.md.
+    #[serde(default)]
+    pub authorization: Option<crate::auth::policy::AuthorizationSpec>,
     /// Incoming webhooks from this business (`POST /webhooks/{business}`), see docs/mapping.md.
     #[serde(default)]
     pub webhooks: Option<WebhookSpec>,

@@ -302,7 +302,11 @@ impl Server {
             return r;
         }
         match *req.method() {
-            Method::POST => self.post(req).await,
+            Method::POST => {
+                // The request's HTTP credentials reach `forward` (auth) without transport types.
+                let creds = crate::auth::transport::HttpCredentials::from_headers(req.headers());
+                crate::auth::transport::scope(creds, self.post(req)).await
+            }
             Method::GET => self.get(req),
             Method::DELETE => self.delete(req),
             _ => {
@@ -635,6 +639,10 @@ impl Server {
             && let Ok(v) = HeaderValue::from_str(&value)
         {
             r.headers_mut().insert(name, v);
+        }
+        if status == StatusCode::UNAUTHORIZED {
+            r.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         r
     }
@@ -1027,11 +1035,8 @@ fn problem_response(status: Option<u16>, problem: &Value) -> Response<Body> {
         let code = problem
             .get("code")
             .and_then(Value::as_str)
-            .filter(|c| c.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
-            .unwrap_or("invalid_token");
-        if let Ok(v) =
-            HeaderValue::from_str(&format!("DPoP error=\"{code}\", Bearer error=\"{code}\""))
-        {
+            .filter(|c| c.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'));
+        if let Ok(v) = HeaderValue::from_str(&crate::auth::challenge(code)) {
             h.insert(header::WWW_AUTHENTICATE, v);
         }
     }
@@ -1074,7 +1079,7 @@ impl Server {
             notify::Notifier::none()
         };
         let core = self.core.clone();
-        let work = async move {
+        let work = crate::auth::transport::carry(async move {
             let call = handler::handle_with(&core, &era, "tools/call", params, &notifier);
             let answer = match report.cancel {
                 Some((_registration, cancel)) => tokio::select! {
@@ -1085,7 +1090,7 @@ impl Server {
             };
             drop(notifier);
             answer
-        };
+        });
         if !stream {
             // Same framing (and binding HTTP status) as every other answer.
             let answer = work.await.unwrap_or_else(|| Answer::Error {
