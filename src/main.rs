@@ -113,6 +113,9 @@ enum Command {
         /// fixture backend on port + 2.
         #[arg(long)]
         fixtures: bool,
+        /// Require authentication for privileged tools (prints how to authenticate).
+        #[arg(long)]
+        secure: bool,
     },
     /// Run only the demo's legacy booking API (for `portico serve mappings/` and benchmarks).
     DemoBackend {
@@ -430,9 +433,13 @@ async fn main() -> ExitCode {
                 }
             }
         }
-        Command::Demo { port, fixtures } => {
+        Command::Demo {
+            port,
+            fixtures,
+            secure,
+        } => {
             init_logging();
-            let demo = match portico::demo::start_with(port, fixtures).await {
+            let demo = match portico::demo::start_opts(port, fixtures, secure).await {
                 Ok(d) => d,
                 Err(e) => {
                     eprintln!("{e}");

@@ -678,8 +678,8 @@ pub async fn issue(tool: &Tool, grant: &Grant, reply: &mut Reply) {
     let scope: Vec<String> = cfg
         .scope
         .iter()
-        .cloned()
         .filter(|t| !policy.business_only.contains(t))
+        .cloned()
         .collect();
     let issued = Issued {
         business: tool.business.name.clone(),
