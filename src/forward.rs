@@ -81,6 +81,9 @@ async fn run(tool: &Tool, args: Value) -> Reply {
         Ok(g) => g,
         Err(reply) => return reply,
     };
+    if let Err(reply) = crate::auth::admit(tool, &grant) {
+        return reply;
+    }
     crate::ops::log::correlation(call.meta.correlation_id.as_deref());
     // A keyed call: a replay gets the stored answer, a conflicting reuse is refused, and
     // concurrent duplicates wait for the first instead of reaching the backend again.

@@ -941,3 +941,79 @@ async fn hostile_bearer_tokens_are_refused() {
     assert!(report.is_empty(), "{}", report.join("\n"));
     g.stop().await.unwrap();
 }
+
+// ---- Rate limits ----
+
+/// A fixture gateway (`binding`.yaml) renamed to a unique business, with `extra` appended.
+async fn gateway_with_yaml(
+    binding: &str,
+    extra: &str,
+) -> (portico::app::Running, reqwest::Client, String) {
+    let (backend, _seen) = test_backend().await;
+    let dir = fixture_with_backend("gateway", &backend.to_string());
+    let file = dir.join(format!("{binding}.yaml"));
+    let text = std::fs::read_to_string(&file).unwrap();
+    let unique = format!("business: limited-{}", uuid::Uuid::new_v4().simple());
+    let text = text.replacen(text.lines().next().unwrap(), &unique, 1) + extra;
+    std::fs::write(&file, text).unwrap();
+    let g = gateway(&[file]).await;
+    let url = g.mcp_url();
+    (g, reqwest::Client::new(), url)
+}
+
+#[tokio::test]
+async fn usp_rate_limits_are_per_principal() {
+    let extra = "\nauthorization:\n  accepted_mechanisms: [api_key]\n  api_keys:\n    - { name: one, value: key-one-0123456789 }\n    - { name: two, value: key-two-0123456789 }\nrate_limits:\n  per_principal: { rate: 2, per: 1m }\n";
+    let (g, c, url) = gateway_with_yaml("usp", extra).await;
+    let args = json!({"name": "x", "_meta": {"usp": {"profile": PROFILE}}});
+    let mut got = Vec::new();
+    for key in [
+        "key-one-0123456789",
+        "key-one-0123456789",
+        "key-one-0123456789",
+        "key-two-0123456789",
+    ] {
+        got.push(call_h(&c, &url, "echo_post", args.clone(), &[("x-api-key", key)]).await);
+    }
+    let outcomes: Vec<String> = got.iter().map(outcome).collect();
+    assert_eq!(
+        outcomes,
+        ["ok", "ok", "rate_limited", "ok"],
+        "{}",
+        got[2].text
+    );
+    assert_eq!(got[2].error_code(), Some(-32007));
+    let wait = got[2].body["error"]["data"]["retry_after"]
+        .as_u64()
+        .unwrap();
+    assert!((1..=60).contains(&wait), "{wait}");
+    g.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn plain_and_autonym_rate_limits_answer_429_with_retry_after() {
+    for (binding, tool, args) in [
+        ("plain", "echo_get", json!({"id": "1"})),
+        ("autonym", "get_context", json!({"domain": "travel"})),
+    ] {
+        let extra = "\nrate_limits:\n  per_business: { rate: 1, per: 1m }\n";
+        let (g, c, url) = gateway_with_yaml(binding, extra).await;
+        let first = call(&c, &url, tool, args.clone()).await;
+        assert_eq!(first.status, 200, "{binding}: {}", first.text);
+        let second = call(&c, &url, tool, args.clone()).await;
+        assert_eq!(second.status, 429, "{binding}: {}", second.text);
+        let after: u64 = second.headers["retry-after"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((1..=60).contains(&after), "{binding}: {after}");
+        if binding == "autonym" {
+            assert_eq!(second.headers["content-type"], "application/problem+json");
+            assert_eq!(second.body["code"], "rate_limited");
+        } else {
+            assert_eq!(second.body["error"]["data"]["code"], "rate_limited");
+        }
+        g.stop().await.unwrap();
+    }
+}

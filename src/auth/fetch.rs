@@ -82,6 +82,14 @@ pub fn special_use(ip: IpAddr) -> bool {
     }
 }
 
+fn transport(e: reqwest::Error, limits: &Limits) -> FetchError {
+    if e.is_timeout() {
+        FetchError::Timeout(limits.timeout)
+    } else {
+        FetchError::Transport(e.without_url().to_string())
+    }
+}
+
 /// GETs `url` within `limits`; the body bytes of a 2xx answer.
 pub async fn get(url: &str, limits: &Limits) -> Result<Vec<u8>, FetchError> {
     let u = url::Url::parse(url).map_err(|_| FetchError::BadUrl)?;
@@ -124,7 +132,7 @@ pub async fn get(url: &str, limits: &Limits) -> Result<Vec<u8>, FetchError> {
             .header("accept", "application/json")
             .send()
             .await
-            .map_err(|e| FetchError::Transport(e.without_url().to_string()))?;
+            .map_err(|e| transport(e, limits))?;
         let status = resp.status();
         if status.is_redirection() {
             return Err(FetchError::Redirect);
@@ -141,7 +149,7 @@ pub async fn get(url: &str, limits: &Limits) -> Result<Vec<u8>, FetchError> {
         let mut body = Vec::new();
         let mut stream = resp.bytes_stream();
         while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| FetchError::Transport(e.without_url().to_string()))?;
+            let chunk = chunk.map_err(|e| transport(e, limits))?;
             if body.len() + chunk.len() > limits.max_bytes {
                 return Err(FetchError::TooLarge(limits.max_bytes));
             }

@@ -6,6 +6,7 @@
 pub mod fetch;
 pub mod jcs;
 pub mod jws;
+pub mod limit;
 pub mod policy;
 pub mod pop;
 pub mod store;
@@ -527,6 +528,35 @@ async fn decide(
         None => {}
     }
     Ok(Grant { principal: Some(p) })
+}
+
+/// Applies the business's rate limits to a call that passed authorization.
+pub fn admit(tool: &Tool, grant: &Grant) -> Result<(), Reply> {
+    let limits = &tool.business.limits;
+    if limits.business.is_none() && limits.principal.is_none() {
+        return Ok(());
+    }
+    let principal = grant.principal.as_ref().map(|p| p.id.as_str());
+    let Err(wait) = limit::admit(limits, &tool.business.name, principal) else {
+        return Ok(());
+    };
+    let binding = &tool.business.binding;
+    if binding.kind == Kind::Plain {
+        return Err(Reply::Error(RpcError {
+            code: -32000,
+            message: "Rate limited".into(),
+            data: Some(
+                json!({"code": "rate_limited", "content": "too many calls; retry later", "retry_after": wait}),
+            ),
+            http_status: Some(429),
+        }));
+    }
+    let f = Failure {
+        retry_after: Some(wait),
+        ..Failure::new(FailureKind::RateLimited, "too many calls; retry later")
+            .with_code("rate_limited")
+    };
+    Err(binding.render_failure(f, &ToolCtx::default()))
 }
 
 /// Renders a refusal the way the business's binding answers authentication failures.

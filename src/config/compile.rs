@@ -67,6 +67,8 @@ pub struct Business {
     pub webhooks: Option<Arc<crate::webhook::config::WebhookConfig>>,
     /// Inbound authentication, when the mapping declares `authorization`.
     pub auth: Option<Arc<crate::auth::policy::Policy>>,
+    /// Rate limits (`rate_limits`); none by default.
+    pub limits: crate::auth::limit::Limits,
 }
 
 /// What a status means, compiled.
@@ -647,6 +649,13 @@ fn compile_file(
             .ok()
             .map(Arc::new)
     });
+    let limits = match &spec.rate_limits {
+        None => Default::default(),
+        Some(r) => crate::auth::limit::compile(r, file, &text).unwrap_or_else(|ds| {
+            diags.extend(ds);
+            Default::default()
+        }),
+    };
     let backend = backend?;
     check_discovery(file, &text, &spec.discovery, diags);
     let business = Arc::new(Business {
@@ -657,6 +666,7 @@ fn compile_file(
         discovery: spec.discovery.clone(),
         webhooks,
         auth,
+        limits,
     });
 
     let mut tools = Vec::new();

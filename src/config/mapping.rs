@@ -45,6 +45,9 @@ pub struct MappingFile {
     /// Inbound authentication and access tiers (USP AuthorizationPolicy), see docs/security.md.
     #[serde(default)]
     pub authorization: Option<crate::auth::policy::AuthorizationSpec>,
+    /// Token-bucket rate limits per business and per principal, see docs/security.md.
+    #[serde(default)]
+    pub rate_limits: Option<crate::auth::limit::RateLimitsSpec>,
     /// Incoming webhooks from this business (`POST /webhooks/{business}`), see docs/mapping.md.
     #[serde(default)]
     pub webhooks: Option<WebhookSpec>,

@@ -644,6 +644,14 @@ impl Server {
             r.headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
+        if let (StatusCode::TOO_MANY_REQUESTS, Some(secs)) = (
+            status,
+            body.pointer("/error/data/retry_after")
+                .and_then(Value::as_u64),
+        ) {
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
         r
     }
 
