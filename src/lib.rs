@@ -12,6 +12,7 @@
 //! - [`catalog`]: resources and prompts from mappings (read, render, complete).
 //! - [`auth`]: inbound authentication: policies, JWTs, proofs of possession, identity binding.
 //! - [`discovery`]: `/.well-known/ucp` and `/.well-known/usp` profiles from the mappings.
+//! - [`vrp`]: VRP receipt verification and signed MCP transport assertions.
 //! - [`demo`]: the embedded legacy booking API and the `portico demo` runner.
 
 pub mod app;
@@ -29,4 +30,5 @@ pub mod model;
 pub mod ops;
 pub mod translate;
 pub mod upstream;
+pub mod vrp;
 pub mod webhook;

@@ -630,7 +630,7 @@ pub fn challenge(code: Option<&str>) -> String {
 }
 
 /// RFC 3339 (UTC, seconds) of a Unix time.
-fn rfc3339(t: i64) -> String {
+pub fn rfc3339(t: i64) -> String {
     let days = t.div_euclid(86_400);
     let secs = t.rem_euclid(86_400);
     // Howard Hinnant's civil_from_days.
