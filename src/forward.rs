@@ -131,6 +131,7 @@ async fn run(tool: &Tool, args: Value) -> Reply {
     };
     let mut reply = reply;
     crate::auth::issue(tool, &grant, &mut reply).await;
+    crate::vrp::attach(tool, &call.args, &mut reply);
     if let Some(leader) = leader {
         leader.finish(&reply, keep);
     }

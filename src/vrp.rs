@@ -236,6 +236,176 @@ pub fn transport_attestation(t: &Transport<'_>, key: &SigningKey) -> Option<Valu
     Some(a)
 }
 
+/// A mapping file's `vrp:` section.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VrpSpec {
+    /// The node identity put in `issuer` (e.g. the property's host).
+    pub issuer: String,
+    /// Private Ed25519 JWK file (relative to the mapping): the node's offer key.
+    pub key: String,
+    /// Where the public key is published (`source`), e.g. `https://host/.well-known/jwks.json`.
+    pub source: String,
+    /// Attestation lifetime (`60m`, `1h`, `1d`); default one hour.
+    #[serde(default)]
+    pub valid_for: Option<String>,
+    /// Tools whose results carry a transport attestation -> settings.
+    pub tools: indexmap::IndexMap<String, VrpToolSpec>,
+}
+
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VrpToolSpec {
+    /// JSON pointer into `structuredContent` giving the offer reference (`offer_ref`, `ref`).
+    #[serde(default)]
+    pub offer_ref: Option<String>,
+}
+
+/// The compiled `vrp:` section.
+pub struct VrpConfig {
+    pub issuer: String,
+    pub key: SigningKey,
+    pub source: String,
+    pub valid_for: i64,
+    pub tools: std::collections::HashMap<String, Option<String>>,
+}
+
+impl std::fmt::Debug for VrpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VrpConfig")
+            .field("issuer", &self.issuer)
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Compiles `spec` (the `vrp:` section of `file`, YAML `text`).
+pub fn compile(
+    spec: &VrpSpec,
+    file: &std::path::Path,
+    text: &str,
+    tools: &[&String],
+) -> Result<VrpConfig, Vec<crate::config::diag::Diagnostic>> {
+    use crate::config::diag::{Diagnostic, locate_yaml};
+    let err = |key: &str, msg: String, hint: &str| {
+        Diagnostic::error(file, msg)
+            .line(locate_yaml(text, &["vrp", key]))
+            .at(format!("vrp.{key}"))
+            .hint(hint.to_string())
+    };
+    let mut diags = Vec::new();
+    let path = file
+        .parent()
+        .unwrap_or(std::path::Path::new("."))
+        .join(&spec.key);
+    let key = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read `{}`: {e}", path.display()))
+        .and_then(|t| serde_json::from_str::<Value>(&t).map_err(|e| e.to_string()))
+        .and_then(|jwk| SigningKey::from_jwk(&jwk).map_err(|e| e.to_string()))
+        .and_then(|k| {
+            (k.verifying_key().alg == crate::webhook::keys::Alg::Ed25519)
+                .then_some(k)
+                .ok_or_else(|| "VRP signs with Ed25519 (EdDSA) keys only".to_string())
+        });
+    let key = match key {
+        Ok(k) => Some(k),
+        Err(e) => {
+            diags.push(err(
+                "key",
+                e,
+                "a private OKP Ed25519 JWK with `kid`, relative to the mapping file",
+            ));
+            None
+        }
+    };
+    let valid_for = match spec.valid_for.as_deref() {
+        None => Some(3600),
+        Some(v) => crate::auth::policy::long_duration(v).map(|d| d.as_secs() as i64),
+    };
+    if valid_for.is_none() {
+        diags.push(err(
+            "valid_for",
+            "`valid_for` is not a duration".into(),
+            "write e.g. `1h` or `30m`",
+        ));
+    }
+    for (t, s) in &spec.tools {
+        if !tools.contains(&t) {
+            diags.push(err(
+                "tools",
+                format!("`{t}` is not a tool of this mapping"),
+                "name a tool under `tools:`",
+            ));
+        }
+        if s.offer_ref.as_deref().is_some_and(|p| !p.starts_with('/')) {
+            diags.push(err(
+                "tools",
+                format!("`{t}`: offer_ref is not a JSON pointer"),
+                "e.g. `/offer_ref`",
+            ));
+        }
+    }
+    match (key, valid_for, diags.is_empty()) {
+        (Some(key), Some(valid_for), true) => Ok(VrpConfig {
+            issuer: spec.issuer.clone(),
+            key,
+            source: spec.source.clone(),
+            valid_for,
+            tools: spec
+                .tools
+                .iter()
+                .map(|(k, v)| (k.clone(), v.offer_ref.clone()))
+                .collect(),
+        }),
+        _ => Err(diags),
+    }
+}
+
+/// Adds a signed transport attestation to a successful result of a VRP tool, in
+/// `result._meta.vrp.attestations`.
+pub fn attach(tool: &crate::config::Tool, arguments: &Value, reply: &mut crate::binding::Reply) {
+    let Some(cfg) = tool.business.vrp.as_deref() else {
+        return;
+    };
+    let Some(pointer) = cfg.tools.get(&tool.name) else {
+        return;
+    };
+    let crate::binding::Reply::Result(Value::Object(result)) = reply else {
+        return;
+    };
+    if result.get("isError") == Some(&Value::Bool(true)) {
+        return;
+    }
+    let offer_ref = pointer.as_deref().and_then(|p| {
+        result
+            .get("structuredContent")
+            .and_then(|sc| sc.pointer(p))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    });
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let t = Transport {
+        tool: &tool.name,
+        arguments,
+        issuer: &cfg.issuer,
+        source: &cfg.source,
+        offer_ref: offer_ref.as_deref(),
+        served_at: now,
+        valid_for: cfg.valid_for,
+    };
+    let Some(att) = transport_attestation(&t, &cfg.key) else {
+        tracing::error!(tool = %tool.name, "the VRP transport assertion could not be signed");
+        return;
+    };
+    let meta = result.entry("_meta").or_insert_with(|| json!({}));
+    if let Value::Object(m) = meta {
+        m.insert("vrp".into(), json!({ "attestations": [att] }));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -303,7 +303,7 @@ impl Policy {
 }
 
 /// `90d`, `12h`, `30m`, `45s`.
-fn long_duration(s: &str) -> Option<Duration> {
+pub fn long_duration(s: &str) -> Option<Duration> {
     let s = s.trim();
     let (n, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit())?);
     let n: u64 = n.parse().ok()?;

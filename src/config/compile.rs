@@ -69,6 +69,8 @@ pub struct Business {
     pub auth: Option<Arc<crate::auth::policy::Policy>>,
     /// Rate limits (`rate_limits`); none by default.
     pub limits: crate::auth::limit::Limits,
+    /// VRP transport attestations (`vrp`).
+    pub vrp: Option<Arc<crate::vrp::VrpConfig>>,
 }
 
 /// What a status means, compiled.
@@ -656,6 +658,13 @@ fn compile_file(
             Default::default()
         }),
     };
+    let vrp = spec.vrp.as_ref().and_then(|v| {
+        let tools: Vec<&String> = spec.tools.keys().collect();
+        crate::vrp::compile(v, file, &text, &tools)
+            .map_err(|ds| diags.extend(ds))
+            .ok()
+            .map(Arc::new)
+    });
     let backend = backend?;
     check_discovery(file, &text, &spec.discovery, diags);
     let business = Arc::new(Business {
@@ -667,6 +676,7 @@ fn compile_file(
         webhooks,
         auth,
         limits,
+        vrp,
     });
 
     let mut tools = Vec::new();

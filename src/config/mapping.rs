@@ -48,6 +48,9 @@ pub struct MappingFile {
     /// Token-bucket rate limits per business and per principal, see docs/security.md.
     #[serde(default)]
     pub rate_limits: Option<crate::auth::limit::RateLimitsSpec>,
+    /// VRP transport attestations for some tools' results, see docs/security.md.
+    #[serde(default)]
+    pub vrp: Option<crate::vrp::VrpSpec>,
     /// Incoming webhooks from this business (`POST /webhooks/{business}`), see docs/mapping.md.
     #[serde(default)]
     pub webhooks: Option<WebhookSpec>,
