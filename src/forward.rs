@@ -132,6 +132,7 @@ async fn run(tool: &Tool, args: Value) -> Reply {
     let mut reply = reply;
     crate::auth::issue(tool, &grant, &mut reply).await;
     crate::vrp::attach(tool, &call.args, &mut reply);
+    crate::auth::respsig::request_for(tool);
     if let Some(leader) = leader {
         leader.finish(&reply, keep);
     }

@@ -294,19 +294,12 @@ pub fn compile(
             .hint(hint.to_string())
     };
     let mut diags = Vec::new();
-    let path = file
-        .parent()
-        .unwrap_or(std::path::Path::new("."))
-        .join(&spec.key);
-    let key = std::fs::read_to_string(&path)
-        .map_err(|e| format!("cannot read `{}`: {e}", path.display()))
-        .and_then(|t| serde_json::from_str::<Value>(&t).map_err(|e| e.to_string()))
-        .and_then(|jwk| SigningKey::from_jwk(&jwk).map_err(|e| e.to_string()))
-        .and_then(|k| {
-            (k.verifying_key().alg == crate::webhook::keys::Alg::Ed25519)
-                .then_some(k)
-                .ok_or_else(|| "VRP signs with Ed25519 (EdDSA) keys only".to_string())
-        });
+    let dir = file.parent().unwrap_or(std::path::Path::new("."));
+    let key = SigningKey::read(&dir.join(&spec.key)).and_then(|k| {
+        (k.verifying_key().alg == crate::webhook::keys::Alg::Ed25519)
+            .then_some(k)
+            .ok_or_else(|| "VRP signs with Ed25519 (EdDSA) keys only".to_string())
+    });
     let key = match key {
         Ok(k) => Some(k),
         Err(e) => {

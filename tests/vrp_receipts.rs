@@ -34,25 +34,28 @@ mod common;
 use common::*;
 use serde_json::json;
 
-#[tokio::test]
-async fn vrp_tools_carry_a_signed_transport_attestation_that_verifies() {
+/// The plain test gateway with a fresh `alg` key written as `key.jwk.json` and `extra` YAML.
+async fn plain_with_key(
+    alg: portico::webhook::keys::Alg,
+    kid: &str,
+    extra: &str,
+) -> (portico::app::Running, portico::webhook::keys::SigningKey) {
     let (backend, _seen) = test_backend().await;
     let dir = fixture_with_backend("gateway", &backend.to_string());
-    let key = portico::webhook::keys::SigningKey::generate(
-        portico::webhook::keys::Alg::Ed25519,
-        "node-2026-01",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("node.jwk.json"),
-        key.private_jwk().unwrap().to_string(),
-    )
-    .unwrap();
+    let key = portico::webhook::keys::SigningKey::generate(alg, kid).unwrap();
+    let jwk = key.private_jwk().unwrap().to_string();
+    std::fs::write(dir.join("key.jwk.json"), jwk).unwrap();
     let file = dir.join("plain.yaml");
-    let mut text = std::fs::read_to_string(&file).unwrap();
-    text.push_str("\nvrp:\n  issuer: villa.example\n  key: node.jwk.json\n  source: https://villa.example/.well-known/jwks.json\n  valid_for: 1h\n  tools:\n    echo_get: { offer_ref: /path }\n");
+    let text = std::fs::read_to_string(&file).unwrap() + extra;
     std::fs::write(&file, text).unwrap();
-    let g = gateway(&[file]).await;
+    (gateway(&[file]).await, key)
+}
+
+#[tokio::test]
+async fn vrp_tools_carry_a_signed_transport_attestation_that_verifies() {
+    let extra = "\nvrp:\n  issuer: villa.example\n  key: key.jwk.json\n  source: https://villa.example/.well-known/jwks.json\n  valid_for: 1h\n  tools:\n    echo_get: { offer_ref: /path }\n";
+    let (g, key) =
+        plain_with_key(portico::webhook::keys::Alg::Ed25519, "node-2026-01", extra).await;
     let (c, url) = (reqwest::Client::new(), g.mcp_url());
     let args = json!({"id": "A-7", "tag": "sea"});
     let a = call(&c, &url, "echo_get", args.clone()).await;
@@ -105,5 +108,72 @@ async fn vrp_tools_carry_a_signed_transport_attestation_that_verifies() {
         "{}",
         other.text
     );
+    g.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn configured_tools_get_rfc_9421_signed_responses() {
+    use base64::Engine;
+    let extra = "\nresponse_signing:\n  key: key.jwk.json\n  tools: [echo_get]\n";
+    let (g, key) = plain_with_key(
+        portico::webhook::keys::Alg::EcdsaP256Sha256,
+        "portico-resp-1",
+        extra,
+    )
+    .await;
+    let (c, url) = (reqwest::Client::new(), g.mcp_url());
+    let resp = modern(
+        &c,
+        &url,
+        1,
+        "tools/call",
+        json!({"name": "echo_get", "arguments": {"id": "1"}}),
+    )
+    .header("accept", "application/json")
+    .send()
+    .await
+    .unwrap();
+    let status = resp.status().as_u16();
+    let h = resp.headers().clone();
+    let body = resp.bytes().await.unwrap();
+    let get = |n: &str| {
+        h.get(n)
+            .unwrap_or_else(|| panic!("no {n}"))
+            .to_str()
+            .unwrap()
+            .to_string()
+    };
+    // Content-Digest is over the bytes received.
+    let digest = portico::webhook::sig::content_digest(&body);
+    assert_eq!(get("content-digest"), digest);
+    let input = get("signature-input");
+    let params = input.strip_prefix("sig1=").unwrap();
+    assert!(
+        params.starts_with("(\"@status\" \"content-digest\" \"content-type\")"),
+        "{input}"
+    );
+    assert!(params.contains("keyid=\"portico-resp-1\""), "{input}");
+    let sig = get("signature");
+    let sig = base64::engine::general_purpose::STANDARD
+        .decode(
+            sig.strip_prefix("sig1=:")
+                .unwrap()
+                .strip_suffix(':')
+                .unwrap(),
+        )
+        .unwrap();
+    let base = portico::auth::respsig::base(status, &digest, &get("content-type"), params);
+    assert!(
+        key.verifying_key().verify(base.as_bytes(), &sig),
+        "the signature verifies"
+    );
+    assert!(
+        !key.verifying_key()
+            .verify(base.replace("200", "201").as_bytes(), &sig),
+        "and covers @status"
+    );
+    // A tool not listed is not signed.
+    let other = call(&c, &url, "echo_post", json!({"name": "n"})).await;
+    assert!(other.headers.get("signature").is_none());
     g.stop().await.unwrap();
 }

@@ -9,6 +9,7 @@ pub mod jws;
 pub mod limit;
 pub mod policy;
 pub mod pop;
+pub mod respsig;
 pub mod store;
 pub mod transport;
 

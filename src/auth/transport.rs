@@ -6,9 +6,13 @@ use http::HeaderMap;
 use std::fmt;
 use std::future::Future;
 
-/// Credentials from the MCP request's HTTP headers.
-#[derive(Clone, Default, PartialEq, Eq)]
+/// Credentials from the MCP request's HTTP headers, and the response-signing request of the
+/// call it carries (shared by clones, so `forward` can set what the edge reads).
+#[derive(Clone, Default)]
 pub struct HttpCredentials {
+    /// The key to sign the response with, when the called tool asks for it.
+    pub sign_with:
+        std::sync::Arc<std::sync::Mutex<Option<std::sync::Arc<crate::webhook::keys::SigningKey>>>>,
     /// `Authorization` value; `Err` when the header is not visible ASCII or is repeated.
     pub authorization: Option<Result<String, ()>>,
     /// `X-API-Key` value, same rules.
@@ -45,6 +49,7 @@ impl HttpCredentials {
         HttpCredentials {
             authorization: one(headers, "authorization"),
             api_key: one(headers, "x-api-key"),
+            sign_with: Default::default(),
         }
     }
 
@@ -66,6 +71,22 @@ pub async fn scope<F: Future>(creds: HttpCredentials, f: F) -> F::Output {
 /// scope (a streamed response body).
 pub fn carry<F: Future>(f: F) -> impl Future<Output = F::Output> {
     HTTP.scope(current().unwrap_or_default(), f)
+}
+
+/// Marks the current HTTP response for signing with `key` (no-op over stdio).
+pub fn sign_response_with(key: std::sync::Arc<crate::webhook::keys::SigningKey>) {
+    let _ = HTTP.try_with(|c| {
+        if let Ok(mut s) = c.sign_with.lock() {
+            *s = Some(key);
+        }
+    });
+}
+
+/// The key the current response must be signed with, if a tool asked for it.
+pub fn response_signer() -> Option<std::sync::Arc<crate::webhook::keys::SigningKey>> {
+    HTTP.try_with(|c| c.sign_with.lock().ok().and_then(|s| s.clone()))
+        .ok()
+        .flatten()
 }
 
 /// The current request's HTTP credentials (`None` over stdio).

@@ -71,6 +71,8 @@ pub struct Business {
     pub limits: crate::auth::limit::Limits,
     /// VRP transport attestations (`vrp`).
     pub vrp: Option<Arc<crate::vrp::VrpConfig>>,
+    /// RFC 9421 response signatures (`response_signing`).
+    pub response_signing: Option<crate::auth::respsig::ResponseSigning>,
 }
 
 /// What a status means, compiled.
@@ -665,6 +667,12 @@ fn compile_file(
             .ok()
             .map(Arc::new)
     });
+    let response_signing = spec.response_signing.as_ref().and_then(|r| {
+        let tools: Vec<&String> = spec.tools.keys().collect();
+        crate::auth::respsig::compile(r, file, &text, &tools)
+            .map_err(|ds| diags.extend(ds))
+            .ok()
+    });
     let backend = backend?;
     check_discovery(file, &text, &spec.discovery, diags);
     let business = Arc::new(Business {
@@ -677,6 +685,7 @@ fn compile_file(
         auth,
         limits,
         vrp,
+        response_signing,
     });
 
     let mut tools = Vec::new();

@@ -48,6 +48,9 @@ pub struct MappingFile {
     /// Token-bucket rate limits per business and per principal, see docs/security.md.
     #[serde(default)]
     pub rate_limits: Option<crate::auth::limit::RateLimitsSpec>,
+    /// RFC 9421 response signatures for some tools, see docs/security.md.
+    #[serde(default)]
+    pub response_signing: Option<crate::auth::respsig::ResponseSigningSpec>,
     /// VRP transport attestations for some tools' results, see docs/security.md.
     #[serde(default)]
     pub vrp: Option<crate::vrp::VrpSpec>,

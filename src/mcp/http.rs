@@ -124,6 +124,42 @@ fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
     r
 }
 
+/// Adds RFC 9421 response-signature headers over the JSON body `json_response` sent.
+fn sign_response(
+    r: &mut Response<Body>,
+    status: StatusCode,
+    body: &Value,
+    key: &crate::webhook::keys::SigningKey,
+) {
+    let ct = r
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json")
+        .to_string();
+    if ct != "application/json" {
+        return; // an SSE frame is not the signed body
+    }
+    let created = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let bytes = json_bytes(body);
+    if let Some((digest, input, sig)) =
+        crate::auth::respsig::sign(status.as_u16(), &ct, &bytes, key, created)
+    {
+        for (name, value) in [
+            ("content-digest", digest),
+            ("signature-input", input),
+            ("signature", sig),
+        ] {
+            if let Ok(v) = HeaderValue::from_str(&value) {
+                r.headers_mut().insert(name, v);
+            }
+        }
+    }
+}
+
 fn rpc_error(
     status: StatusCode,
     id: &Value,
@@ -643,6 +679,9 @@ impl Server {
         if status == StatusCode::UNAUTHORIZED {
             r.headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        if let Some(key) = crate::auth::transport::response_signer() {
+            sign_response(&mut r, status, &body, &key);
         }
         if let (StatusCode::TOO_MANY_REQUESTS, Some(secs)) = (
             status,
