@@ -1017,3 +1017,74 @@ async fn plain_and_autonym_rate_limits_answer_429_with_retry_after() {
         g.stop().await.unwrap();
     }
 }
+
+// ---- Nonce challenges, business-only tools, sandbox posture ----
+
+#[tokio::test]
+async fn a_required_nonce_is_challenged_then_accepted() {
+    let extra = format!(
+        "\nauthorization:\n  accepted_mechanisms: [platform_key_pop]\n  platform_key_pop:\n    audiences: [\"{AUD}\"]\n    require_nonce: true\n"
+    );
+    let (g, c, url) = gateway_with_yaml("usp", &extra).await;
+    let k = PopKey::new();
+    let args = json!({"name": "x", "_meta": {"usp": {"profile": PROFILE}}});
+    let signed = |extra: Value| {
+        let p = k.proof("echo_post", &args, extra);
+        with_auth(
+            args.clone(),
+            json!({"mechanism": "platform_key_pop", "proof": p}),
+        )
+    };
+    let first = call(&c, &url, "echo_post", signed(json!({}))).await;
+    assert_eq!(data_code(&first), "proof_nonce_required", "{}", first.text);
+    let nonce = first.body["error"]["data"]["nonce"]
+        .as_str()
+        .expect("a nonce to retry with")
+        .to_string();
+    let wrong = call(&c, &url, "echo_post", signed(json!({"nonce": "made-up"}))).await;
+    assert_eq!(data_code(&wrong), "proof_nonce_required", "{}", wrong.text);
+    let ok = call(&c, &url, "echo_post", signed(json!({"nonce": nonce}))).await;
+    assert_eq!(outcome(&ok), "ok", "{}", ok.text);
+    g.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn business_only_tools_need_a_business_principal_and_sandboxes_pass_anonymous_calls() {
+    let extra = "\nauthorization:\n  accepted_mechanisms: [api_key]\n  api_keys:\n    - { name: agent, value: agent-key-0123456789 }\n    - { name: desk, value: desk-key-0123456789, business: true }\n  business_only: [echo_post]\n  tools: { echo_get: public }\n";
+    let (g, c, url) = gateway_with_yaml("usp", extra).await;
+    let args = json!({"name": "x", "_meta": {"usp": {"profile": PROFILE}}});
+    let mut got = Vec::new();
+    for key in ["agent-key-0123456789", "desk-key-0123456789"] {
+        let a = call_h(&c, &url, "echo_post", args.clone(), &[("x-api-key", key)]).await;
+        got.push(outcome(&a));
+    }
+    assert_eq!(got, ["profile_not_trusted", "ok"]);
+    // A tier override: echo_get is public here.
+    let open = call(&c, &url, "echo_get", json!({"id": "1"})).await;
+    assert_eq!(outcome(&open), "ok", "{}", open.text);
+    g.stop().await.unwrap();
+
+    let sandbox = "\nauthorization:\n  privileged_operations_require_authentication: false\n  accepted_mechanisms: [api_key]\n  api_keys: [{ name: agent, value: agent-key-0123456789 }]\n";
+    let (g, c, url) = gateway_with_yaml("usp", sandbox).await;
+    let anon = call(&c, &url, "echo_post", args.clone()).await;
+    assert_eq!(
+        outcome(&anon),
+        "ok",
+        "a sandbox lets anonymous privileged calls through: {}",
+        anon.text
+    );
+    let bad = call_h(
+        &c,
+        &url,
+        "echo_post",
+        args,
+        &[("x-api-key", "wrong-key-0123456789")],
+    )
+    .await;
+    assert_eq!(
+        outcome(&bad),
+        "authentication_required",
+        "presented credentials are still checked"
+    );
+    g.stop().await.unwrap();
+}
