@@ -57,3 +57,68 @@ async fn stdio_serves_the_demo_mappings() {
     let status = child.wait().unwrap();
     assert!(status.success(), "portico stdio exits 0 when stdin closes");
 }
+
+/// Over stdio there are no HTTP headers: credentials ride in `_meta.usp.authorization`.
+#[tokio::test]
+async fn stdio_takes_credentials_from_meta_usp_authorization() {
+    let (addr, _task) = portico::demo::backend::spawn("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let dir = portico::demo::write_files(addr, None).unwrap();
+    portico::demo::secure_files(&dir).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_portico"))
+        .arg("stdio")
+        .arg(dir.join("mappings"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("portico stdio starts");
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let get = |id: i64, auth: Value| {
+        let mut usp = json!({"profile": "https://agent.example/p.json"});
+        if !auth.is_null() {
+            usp["authorization"] = auth;
+        }
+        json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"usp_bookings_get",
+               "arguments":{"booking_id":"A-9999","_meta":{"usp": usp}}}})
+    };
+    let key = portico::demo::SECURE_API_KEY;
+    let requests = [
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"it","version":"1"}}}),
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+        get(2, Value::Null),
+        get(3, json!({"mechanism": "api_key", "credential": key})),
+        get(
+            4,
+            json!({"mechanism": "api_key", "credential": "not-the-demo-key-000"}),
+        ),
+    ];
+    let reader = tokio::task::spawn_blocking(move || {
+        BufReader::new(stdout)
+            .lines()
+            .take(4)
+            .map(|l| serde_json::from_str::<Value>(&l.unwrap()).unwrap())
+            .collect::<Vec<_>>()
+    });
+    for r in requests {
+        writeln!(stdin, "{r}").unwrap();
+    }
+    stdin.flush().unwrap();
+    let out = reader.await.unwrap();
+    drop(stdin);
+    let by_id = |id: i64| out.iter().find(|m| m["id"] == id).unwrap().clone();
+    assert_eq!(by_id(2)["error"]["code"], -32006, "anonymous: {}", by_id(2));
+    assert!(
+        by_id(3)["result"]["structuredContent"].is_object(),
+        "{}",
+        by_id(3)
+    );
+    assert_eq!(by_id(4)["error"]["data"]["code"], "authentication_required");
+    assert!(
+        !by_id(4).to_string().contains("not-the-demo-key"),
+        "never echoed"
+    );
+    assert!(child.wait().unwrap().success());
+}
