@@ -737,6 +737,11 @@ async fn hostile_cases_get_their_expected_codes() {
             json!({"mechanism": "api_key", "credential": KEY}),
         ),
         meta_case(
+            "an API key declared as a booking-scoped credential",
+            "authentication_required",
+            json!({"mechanism": "booking_scoped_credential", "credential": KEY}),
+        ),
+        meta_case(
             "wrong API key inside _meta",
             "authentication_required",
             json!({"mechanism": "api_key", "credential": "not-the-key-0000000"}),

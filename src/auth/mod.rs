@@ -453,6 +453,10 @@ async fn authenticate(
         return bearer(policy, b).await.map(Some);
     }
     match meta {
+        // The declared mechanism must be the credential's: a key is not a booking credential.
+        Some(m) if m.mechanism == Mechanism::BookingScopedCredential.name() => Err(
+            Refusal::invalid("a booking-scoped credential starts with `bsc_`"),
+        ),
         Some(m) => match m.credential {
             Some(c) => bearer(policy, c).await.map(Some),
             None => Err(Refusal::missing(
