@@ -190,7 +190,17 @@ pub async fn get_prompt(
         }
     };
     let mut ctx = Map::new();
+    let asked = prompt.ask.as_ref().map(|a| a.filled()).unwrap_or_default();
     for (k, v) in &given {
+        // Answers gathered by `ask:` (mcp::input): strings are cleaned like arguments.
+        if asked.contains(k) {
+            let v = match v {
+                Value::String(_) => Value::String(clean_argument(k, v)?),
+                other => other.clone(),
+            };
+            ctx.insert(k.clone(), v);
+            continue;
+        }
         if !prompt.args.iter().any(|a| &a.name == k) {
             return Err(CatalogError::InvalidParams(format!(
                 "prompt `{name}` has no argument `{k}`"

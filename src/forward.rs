@@ -84,6 +84,8 @@ async fn run(tool: &Tool, args: Value) -> Reply {
     if let Err(reply) = crate::auth::admit(tool, &grant) {
         return reply;
     }
+    // Every answer from here on (replays included) is signed when the tool asks for it.
+    crate::auth::respsig::request_for(tool);
     crate::ops::log::correlation(call.meta.correlation_id.as_deref());
     // A keyed call: a replay gets the stored answer, a conflicting reuse is refused, and
     // concurrent duplicates wait for the first instead of reaching the backend again.
@@ -106,6 +108,14 @@ async fn run(tool: &Tool, args: Value) -> Reply {
                     let f = Failure::new(
                         FailureKind::Conflict,
                         "this idempotency key was already used with different arguments",
+                    );
+                    return reply_for(tool, &call, Outcome::Failure(f));
+                }
+                idempotency::Claim::Unavailable(why) => {
+                    tracing::warn!(error = %why, "idempotency store unavailable; keyed call refused");
+                    let f = Failure::new(
+                        FailureKind::Unavailable,
+                        "the idempotency store is unavailable; retry with the same key later",
                     );
                     return reply_for(tool, &call, Outcome::Failure(f));
                 }
@@ -132,9 +142,8 @@ async fn run(tool: &Tool, args: Value) -> Reply {
     let mut reply = reply;
     crate::auth::issue(tool, &grant, &mut reply).await;
     crate::vrp::attach(tool, &call.args, &mut reply);
-    crate::auth::respsig::request_for(tool);
     if let Some(leader) = leader {
-        leader.finish(&reply, keep);
+        leader.finish(&reply, keep).await;
     }
     reply
 }

@@ -1,8 +1,9 @@
 //! The gateway's idempotency store: a replayed key with the same arguments gets the stored answer.
 //! It never sends two calls with one key to the backend at once, and never keeps a transient failure.
 //!
-//! Scope: backend + business + tool + key, for 24 hours, in this process (USP §9.1.1, UCP
-//! idempotency); the backend's base URL is part of it because it is the system of record.
+//! Scope: backend + business + tool + key, for 24 hours (USP §9.1.1, UCP idempotency), in this
+//! process or, with `--state redis://...`, in Redis for every replica (`crate::state::idempotency`);
+//! the backend's base URL is part of it because it is the system of record.
 //! Arguments are compared in a canonical form (object keys sorted), metadata excluded.
 
 use crate::binding::Reply;
@@ -32,32 +33,62 @@ pub enum Claim {
     Replay(Reply),
     /// The key was used with other arguments.
     Conflict,
+    /// The shared store cannot be reached: the call is refused rather than risk running twice.
+    Unavailable(String),
 }
 
 /// The right to run a keyed call; dropping it without `finish` forgets the key.
 pub struct Leader {
-    key: String,
-    tx: watch::Sender<Option<Reply>>,
-    finished: bool,
+    inner: Option<Held>,
+}
+
+enum Held {
+    Memory {
+        key: String,
+        tx: watch::Sender<Option<Reply>>,
+    },
+    Shared(crate::state::idempotency::Lease),
 }
 
 impl Leader {
     /// Stores `reply` for replays (when `keep`), and wakes the duplicates waiting for it.
-    pub fn finish(mut self, reply: &Reply, keep: bool) {
-        self.finished = true;
-        if keep {
-            let _ = self.tx.send(Some(reply.clone()));
-        } else {
-            STORE.entries.invalidate(&self.key);
+    pub async fn finish(mut self, reply: &Reply, keep: bool) {
+        match self.inner.take() {
+            Some(Held::Memory { key, tx }) => {
+                if keep {
+                    let _ = tx.send(Some(reply.clone()));
+                } else {
+                    STORE.entries.invalidate(&key);
+                }
+            }
+            Some(Held::Shared(lease)) => {
+                if let Some(state) = crate::state::shared() {
+                    let reply = keep.then(|| reply.clone());
+                    let stored = tokio::spawn(async move {
+                        lease.finish(state, reply.as_ref(), TTL).await;
+                    });
+                    let _ = stored.await;
+                }
+            }
+            None => {}
         }
     }
 }
 
 impl Drop for Leader {
     fn drop(&mut self) {
-        if !self.finished {
-            // Cancelled before an answer: a retry must reach the backend.
-            STORE.entries.invalidate(&self.key);
+        // Cancelled before an answer: a retry must reach the backend.
+        match self.inner.take() {
+            Some(Held::Memory { key, .. }) => STORE.entries.invalidate(&key),
+            Some(Held::Shared(lease)) => {
+                if let (Some(state), Ok(rt)) = (
+                    crate::state::shared(),
+                    tokio::runtime::Handle::try_current(),
+                ) {
+                    rt.spawn(lease.finish(state, None, TTL));
+                }
+            }
+            None => {}
         }
     }
 }
@@ -74,7 +105,7 @@ static STORE: LazyLock<Store> = LazyLock::new(|| Store {
 });
 
 /// JSON text with object keys sorted at every level.
-fn canonical(v: &Value) -> String {
+pub(crate) fn canonical(v: &Value) -> String {
     fn sorted(v: &Value) -> Value {
         match v {
             Value::Object(m) => {
@@ -98,6 +129,21 @@ fn canonical(v: &Value) -> String {
 pub async fn claim(backend: &str, business: &str, tool: &str, key: &str, args: &Value) -> Claim {
     let id = format!("{backend}\u{0}{business}\u{0}{tool}\u{0}{key}");
     let args = canonical(args);
+    if let Some(state) = crate::state::shared() {
+        use crate::state::idempotency::{SharedClaim, claim as shared_claim};
+        // In a task of its own: the Redis client's futures are not `Sync`, and a streamed
+        // tools/call answer must be.
+        let claimed = tokio::spawn(async move { shared_claim(state, &id, &args).await }).await;
+        return match claimed {
+            Ok(Ok(SharedClaim::Run(lease))) => Claim::Run(Leader {
+                inner: Some(Held::Shared(lease)),
+            }),
+            Ok(Ok(SharedClaim::Replay(reply))) => Claim::Replay(reply),
+            Ok(Ok(SharedClaim::Conflict)) => Claim::Conflict,
+            Ok(Err(e)) => Claim::Unavailable(e.to_string()),
+            Err(e) => Claim::Unavailable(e.to_string()),
+        };
+    }
     loop {
         let (tx, rx) = watch::channel(None);
         let mine = Arc::new(Entry {
@@ -111,9 +157,7 @@ pub async fn claim(backend: &str, business: &str, tool: &str, key: &str, args: &
             .into_value();
         if Arc::ptr_eq(&entry, &mine) {
             return Claim::Run(Leader {
-                key: id,
-                tx,
-                finished: false,
+                inner: Some(Held::Memory { key: id, tx }),
             });
         }
         if entry.args != args {

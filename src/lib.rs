@@ -13,6 +13,7 @@
 //! - [`auth`]: inbound authentication: policies, JWTs, proofs of possession, identity binding.
 //! - [`discovery`]: `/.well-known/ucp` and `/.well-known/usp` profiles from the mappings.
 //! - [`vrp`]: VRP receipt verification and signed MCP transport assertions.
+//! - [`state`]: shared state in Redis for several replicas (`--state redis://...`).
 //! - [`demo`]: the embedded legacy booking API and the `portico demo` runner.
 
 pub mod app;
@@ -28,6 +29,7 @@ pub mod idempotency;
 pub mod mcp;
 pub mod model;
 pub mod ops;
+pub mod state;
 pub mod translate;
 pub mod upstream;
 pub mod vrp;

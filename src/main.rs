@@ -94,6 +94,13 @@ enum Command {
         /// sender is answered) and read back at start; default: memory only.
         #[arg(long, env = "PORTICO_WEBHOOK_JOURNAL")]
         webhook_journal: Option<PathBuf>,
+        /// Shared state for several replicas (`redis://host:port/db`): idempotency records,
+        /// webhook events (dedupe, order, replay) and 2025-era sessions (docs/scaling.md).
+        #[arg(long, env = "PORTICO_STATE")]
+        state: Option<String>,
+        /// Prefix of every shared-state key (replica sets sharing one Redis need their own).
+        #[arg(long, default_value = "portico", env = "PORTICO_STATE_PREFIX")]
+        state_prefix: String,
     },
     /// Serve MCP over stdio (one JSON-RPC message per line; logs go to stderr).
     Stdio {
@@ -327,8 +334,22 @@ async fn main() -> ExitCode {
             server_name,
             webhook_key,
             webhook_journal,
+            state,
+            state_prefix,
         } => {
             init_logging_as(log_format);
+            if let Some(url) = state {
+                match portico::state::Shared::new(&url, &state_prefix) {
+                    Ok(s) => {
+                        tracing::info!(redis = %s.display, "shared state in redis");
+                        portico::state::install(s);
+                    }
+                    Err(e) => {
+                        eprintln!("--state: {e}");
+                        return ExitCode::FAILURE;
+                    }
+                }
+            }
             let webhook_key = match webhook_key.map(|p| load_webhook_key(&p)).transpose() {
                 Ok(k) => k,
                 Err(e) => {

@@ -38,7 +38,7 @@ fn the_shipped_configuration_checks_clean() {
         &root.join("openrpc/ucp-ask.openrpc.json"),
     ]);
     assert_eq!(code, 0, "{text}");
-    assert!(text.starts_with("ok: 7 file(s), 36 tool(s)"), "{text}");
+    assert!(text.starts_with("ok: 7 file(s), 50 tool(s)"), "{text}");
 }
 
 #[test]

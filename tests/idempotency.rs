@@ -3,7 +3,7 @@
 
 mod common;
 use common::*;
-use serde_json::{Value, json};
+use serde_json::json;
 
 async fn setup() -> (
     portico::app::Running,
@@ -12,16 +12,6 @@ async fn setup() -> (
     String,
 ) {
     gateway_on_test_backend("usp").await
-}
-
-fn keyed(mut args: Value, key: &str) -> Value {
-    args["_meta"] =
-        json!({"usp": {"profile": "https://agent.example/p.json", "idempotency_key": key}});
-    args
-}
-
-fn hits(seen: &Seen) -> usize {
-    seen.requests.lock().unwrap().len()
 }
 
 #[tokio::test]

@@ -288,7 +288,12 @@ async fn legacy_sessions_lifecycle() {
         json!({"jsonrpc":"2.0","id":"r1","result":{}}),
     ))
     .await;
-    assert_eq!(a.status, 202, "client responses are accepted with 202");
+    // Answers are routed to the call that asked (`mcp::input`); one nobody asked for is refused.
+    assert_eq!(
+        a.status, 400,
+        "a response to a request portico never sent is refused"
+    );
+    assert_eq!(a.error_code(), Some(-32600));
     let a = send(legacy(
         &c,
         &url,

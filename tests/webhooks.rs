@@ -6,7 +6,6 @@
 mod common;
 
 use common::*;
-use futures_util::StreamExt;
 use portico::webhook::keys::{Alg, SigningKey};
 use portico::webhook::sig::{self, RequestParts, USP_COMPONENTS};
 use serde_json::{Value, json};
@@ -150,50 +149,6 @@ impl Env {
         let resp = rb.send().await.expect("GET stream");
         assert_eq!(resp.status(), 200);
         (sid, SseReader::new(resp))
-    }
-}
-
-/// Reads SSE events (`id`, parsed `data`) from a streaming response, skipping comments.
-struct SseReader {
-    body: std::pin::Pin<Box<dyn futures_util::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
-    buf: String,
-}
-
-impl SseReader {
-    fn new(resp: reqwest::Response) -> Self {
-        SseReader {
-            body: Box::pin(resp.bytes_stream()),
-            buf: String::new(),
-        }
-    }
-
-    /// The next event; a stream that stays silent for 10 s fails the test instead of hanging.
-    async fn next(&mut self) -> (Option<u64>, Value) {
-        loop {
-            if let Some(end) = self.buf.find("\n\n") {
-                let block: String = self.buf.drain(..end + 2).collect();
-                let mut id = None;
-                let mut data = None;
-                for line in block.lines() {
-                    if let Some(v) = line.strip_prefix("id: ") {
-                        id = v.parse().ok();
-                    } else if let Some(v) = line.strip_prefix("data: ") {
-                        data = serde_json::from_str(v).ok();
-                    }
-                }
-                if let Some(d) = data {
-                    return (id, d);
-                }
-                continue;
-            }
-            let chunk = tokio::time::timeout(Duration::from_secs(10), self.body.next())
-                .await
-                .expect("an SSE event within 10 s (hang guard)")
-                .expect("stream open")
-                .expect("chunk");
-            self.buf
-                .push_str(std::str::from_utf8(&chunk).expect("utf-8"));
-        }
     }
 }
 
@@ -554,72 +509,19 @@ async fn demo_backend_webhooks_reach_the_client_that_booked() {
 }
 
 /// One request a webhook receiver got.
-struct Received {
-    path: String,
-    headers: http::HeaderMap,
-    body: bytes::Bytes,
-}
-
 /// A receiver on 127.0.0.1: `/ok` answers 500 to its first request and 200 after; `/dead`
-/// always 503. Every request is reported on the channel.
+/// always answers 503. Every request is reported.
 async fn receiver() -> (
     std::net::SocketAddr,
     tokio::sync::mpsc::UnboundedReceiver<Received>,
 ) {
-    use http_body_util::BodyExt;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let ok_seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    tokio::spawn(async move {
-        loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                return;
-            };
-            let (tx, ok_seen) = (tx.clone(), ok_seen.clone());
-            tokio::spawn(async move {
-                let svc = hyper::service::service_fn(
-                    move |req: hyper::Request<hyper::body::Incoming>| {
-                        let (tx, ok_seen) = (tx.clone(), ok_seen.clone());
-                        async move {
-                            let (parts, body) = req.into_parts();
-                            let body = body
-                                .collect()
-                                .await
-                                .map(|c| c.to_bytes())
-                                .unwrap_or_default();
-                            let path = parts.uri.path().to_string();
-                            let status = match path.as_str() {
-                                "/ok"
-                                    if ok_seen
-                                        .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
-                                        == 0 =>
-                                {
-                                    500
-                                }
-                                "/ok" => 200,
-                                _ => 503,
-                            };
-                            let _ = tx.send(Received {
-                                path,
-                                headers: parts.headers,
-                                body,
-                            });
-                            let mut r = hyper::Response::new(http_body_util::Full::new(
-                                bytes::Bytes::new(),
-                            ));
-                            *r.status_mut() = hyper::StatusCode::from_u16(status).unwrap();
-                            Ok::<_, std::convert::Infallible>(r)
-                        }
-                    },
-                );
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
-                    .await;
-            });
-        }
-    });
-    (addr, rx)
+    hook_receiver(move |path| match path {
+        "/ok" if ok_seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 => 500,
+        "/ok" => 200,
+        _ => 503,
+    })
+    .await
 }
 
 /// Fresh keys and a mapping whose webhooks are also sent to `urls` with the `retry` schedule.

@@ -120,6 +120,8 @@ pub struct Tool {
     pub metrics: crate::ops::metrics::ToolMetrics,
     /// How a success body becomes `content[]` (`None`: JSON -> structuredContent + text).
     pub content: Option<ContentRule>,
+    /// Questions for the MCP client before the backend call (`ask:`).
+    pub ask: Option<Arc<super::ask::AskPlan>>,
 }
 
 impl fmt::Debug for Tool {
@@ -1207,6 +1209,18 @@ fn compile_tool(
         };
         surface::content(&cx, c, diags)
     });
+    let ask = super::ask::compile(
+        &super::ask::AskCtx {
+            file,
+            text,
+            section: "tools",
+            tool: name,
+            params: &param_names,
+        },
+        &ts.ask,
+        diags,
+    )
+    .map(Arc::new);
     let mut outcomes = business_outcomes.clone();
     let prefix = ["tools", name, "outcomes"];
     outcomes.extend(compile_outcomes(
@@ -1361,6 +1375,7 @@ fn compile_tool(
         access: method.access.clone(),
         metrics: Default::default(),
         content,
+        ask,
     })
 }
 

@@ -225,6 +225,48 @@ pub struct ToolSpec {
     /// How a success body becomes MCP `content[]` (default: JSON -> structuredContent + text).
     #[serde(default)]
     pub content: Option<ContentSpec>,
+    /// Questions for the MCP client before the backend call (`elicit`, `sample`, `roots`), in
+    /// rounds: each list item is one round, a map of request key -> step. See `config::ask`.
+    #[serde(default)]
+    pub ask: Vec<IndexMap<String, AskSpec>>,
+}
+
+/// One request to the MCP client. Exactly one of `elicit`, `sample`, `roots`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AskSpec {
+    /// `elicitation/create`: the message shown to the user (MiniJinja over the arguments).
+    #[serde(default)]
+    pub elicit: Option<String>,
+    /// `elicit`: the requested schema (a flat object of primitive properties).
+    #[serde(default)]
+    pub schema: Option<serde_json::Value>,
+    /// `sampling/createMessage`: the user prompt (MiniJinja over the arguments).
+    #[serde(default)]
+    pub sample: Option<String>,
+    /// `sample`: the system prompt.
+    #[serde(default)]
+    pub system: Option<String>,
+    /// `sample`: `maxTokens` (default 100).
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
+    /// `roots/list`: `roots: true`.
+    #[serde(default)]
+    pub roots: Option<bool>,
+    /// The argument the answer becomes (required for `sample` and `roots`; for `elicit` the
+    /// accepted object goes there instead of being merged into the arguments).
+    #[serde(default)]
+    pub into: Option<String>,
+    /// Skip this step when the client did not declare the capability (default: the tool
+    /// refuses such clients with -32021).
+    #[serde(default)]
+    pub optional: bool,
+    /// `elicit`: the tool result text when the user declines or cancels (MiniJinja).
+    #[serde(default)]
+    pub on_decline: Option<String>,
+    /// 2025 era: how long to wait for the client's answer (default 120s).
+    #[serde(default)]
+    pub timeout: Option<String>,
 }
 
 /// How a tool's success body becomes MCP content.
@@ -273,6 +315,9 @@ pub struct PromptSpec {
     #[serde(default)]
     pub arguments: IndexMap<String, PromptArgSpec>,
     pub messages: Vec<PromptMessageSpec>,
+    /// Questions for the MCP client before rendering (as a tool's `ask:`; 2026-07-28 only).
+    #[serde(default)]
+    pub ask: Vec<IndexMap<String, AskSpec>>,
 }
 
 /// One prompt argument.

@@ -1,6 +1,7 @@
 //! Configuration: mapping files and OpenRPC documents, loaded and compiled into a `Gateway`.
 //! Everything that can fail fails here, at load, with file and line; nothing here runs per request.
 
+pub mod ask;
 pub mod compile;
 pub mod diag;
 pub mod mapping;

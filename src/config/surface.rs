@@ -62,8 +62,11 @@ pub struct Prompt {
     pub descriptor: Value,
     pub args: Vec<PromptArg>,
     pub messages: Vec<PromptMessage>,
-    /// Served at 2026-07-28 only (the autonym binding): hidden from 2025-era sessions.
+    /// Served at 2026-07-28 only (the autonym binding, prompts with `ask:`): hidden from
+    /// 2025-era sessions.
     pub stateless_only: bool,
+    /// Questions for the MCP client before rendering; their answers are template variables.
+    pub ask: Option<Arc<super::ask::AskPlan>>,
 }
 
 fn here(path: &[&str]) -> String {
@@ -184,7 +187,26 @@ pub fn prompts(
             locate_yaml(text, &["prompts", name, field])
                 .or_else(|| locate_yaml(text, &["prompts", name]))
         };
-        let known: Vec<&str> = ps.arguments.keys().map(String::as_str).collect();
+        let declared: Vec<&str> = ps.arguments.keys().map(String::as_str).collect();
+        let ask = super::ask::compile(
+            &super::ask::AskCtx {
+                file,
+                text,
+                section: "prompts",
+                tool: name,
+                params: &declared,
+            },
+            &ps.ask,
+            diags,
+        )
+        .map(Arc::new);
+        // Templates may use the declared arguments and what `ask:` fills.
+        let filled = ask.as_ref().map(|a| a.filled()).unwrap_or_default();
+        let known: Vec<&str> = declared
+            .iter()
+            .copied()
+            .chain(filled.iter().map(String::as_str))
+            .collect();
         let mut messages = Vec::new();
         if ps.messages.is_empty() {
             diags.push(
@@ -289,7 +311,9 @@ pub fn prompts(
         }
         out.push(Prompt {
             name: name.clone(),
-            stateless_only: Kind::parse(&spec.binding) == Some(Kind::Autonym),
+            // A prompts/get of a 2025 session has no stream to ask on: MRTR (2026-07-28) only.
+            stateless_only: Kind::parse(&spec.binding) == Some(Kind::Autonym) || ask.is_some(),
+            ask,
             descriptor: Value::Object(d),
             args: ps
                 .arguments

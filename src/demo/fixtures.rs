@@ -1,4 +1,5 @@
-//! The conformance fixture backend: a small legacy-style REST API (JSON, text, PNG, WAV, failures)
+//! The conformance fixture backend: a small legacy-style REST API (JSON, text, PNG, WAV, failures,
+//! a JSON echo)
 //! that `mappings/conformance.yaml` turns into the MCP suite's `test_*` fixtures. It owns no state,
 //! must never listen beyond loopback, and never panics on request input.
 
@@ -127,7 +128,26 @@ pub fn route(method: &Method, path: &str) -> Response<Full<Bytes>> {
 /// How long `GET /v1/slow` takes: long enough for several progress ticks.
 pub const SLOW: std::time::Duration = std::time::Duration::from_millis(200);
 
+/// Largest body `POST /v1/echo` reads.
+const ECHO_MAX: usize = 64 * 1024;
+
+/// `POST /v1/echo`: answers `{"received": <the JSON body>}` (the tools that ask the MCP client
+/// show the backend what their answers became); a body that is not JSON is a 400.
+async fn echo(req: Request<Incoming>) -> Response<Full<Bytes>> {
+    use http_body_util::{BodyExt, Limited};
+    let Ok(body) = Limited::new(req.into_body(), ECHO_MAX).collect().await else {
+        return json_reply(StatusCode::PAYLOAD_TOO_LARGE, json!({"error": "TOO_LARGE"}));
+    };
+    match serde_json::from_slice::<serde_json::Value>(&body.to_bytes()) {
+        Ok(v) => json_reply(StatusCode::OK, json!({ "received": v })),
+        Err(_) => json_reply(StatusCode::BAD_REQUEST, json!({"error": "NOT_JSON"})),
+    }
+}
+
 async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+    if req.method() == Method::POST && req.uri().path() == "/v1/echo" {
+        return Ok(echo(req).await);
+    }
     if req.method() == Method::GET && req.uri().path() == "/v1/slow" {
         tokio::time::sleep(SLOW).await;
         return Ok(json_reply(

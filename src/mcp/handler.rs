@@ -202,7 +202,8 @@ fn encode_cursor(offset: usize) -> String {
 /// Adds the 2026-07-28 per-result fields.
 fn modern_result(info: &ServerInfo, mut result: Value, cacheable: bool) -> Value {
     if let Value::Object(obj) = &mut result {
-        obj.insert("resultType".into(), json!("complete"));
+        // An MRTR answer (`mcp::input`) already says `input_required`.
+        obj.entry("resultType").or_insert_with(|| json!("complete"));
         if cacheable {
             obj.insert("ttlMs".into(), json!(info.list_ttl_ms));
             obj.insert("cacheScope".into(), json!("public"));
@@ -320,6 +321,18 @@ pub async fn handle_with(
                 let e = crate::forward::unknown_tool(name);
                 return Answer::error(e.code, e.message);
             }
+            // Tools with `ask:` first gather their client's answers.
+            let asking = gateway
+                .tools
+                .get(name)
+                .and_then(|t| super::input::Asking::tool(t));
+            let arguments = match asking {
+                Some(a) => match super::input::gather(a, modern, &p, arguments, notifier).await {
+                    super::input::Gathered::Ready(a) => a,
+                    super::input::Gathered::Done(a) => return finish(a, false),
+                },
+                None => arguments,
+            };
             match super::notify::observed_call(&gateway, name, arguments, notifier).await {
                 Reply::Result(r) => finish(Answer::Result(r), false),
                 Reply::Error(e) => Answer::Error {
@@ -396,6 +409,25 @@ pub async fn handle_with(
             if !modern && gateway.prompts.get(name).is_some_and(|p| p.stateless_only) {
                 return Answer::error(INVALID_PARAMS, format!("Unknown prompt: {name}"));
             }
+            // Prompts with `ask:` (2026-07-28 only) first gather their client's answers.
+            let asking = gateway
+                .prompts
+                .get(name)
+                .and_then(|p| super::input::Asking::prompt(p));
+            let gathered;
+            let arguments = match (asking, &params) {
+                (Some(a), Some(Value::Object(p))) => {
+                    let given = arguments.cloned();
+                    match super::input::gather(a, modern, p, given, notifier).await {
+                        super::input::Gathered::Ready(g) => {
+                            gathered = g;
+                            gathered.as_ref()
+                        }
+                        super::input::Gathered::Done(a) => return finish(a, false),
+                    }
+                }
+                _ => arguments,
+            };
             match catalog::get_prompt(&gateway, name, arguments).await {
                 Ok(r) => finish(Answer::Result(r), false),
                 Err(e) => catalog_error(modern, e),

@@ -77,6 +77,10 @@ pub struct Server {
     pub closing: tokio::sync::watch::Sender<bool>,
     /// Webhook ingress and fan-out (`POST /webhooks/{business}`, GET stream notifications).
     pub webhooks: Arc<crate::webhook::ingress::Ingress>,
+    /// The shared event stream's reader task (with `--state`).
+    reader: Option<tokio::task::AbortHandle>,
+    /// The sweeper that takes over deliveries of stopped replicas (with `--state`).
+    sweeper: Option<tokio::task::AbortHandle>,
 }
 
 impl Server {
@@ -94,13 +98,59 @@ impl Server {
         if resumed > 0 {
             tracing::info!(resumed, "resuming webhook deliveries from the journal");
         }
+        // Several replicas: every accepted event comes back through the shared stream.
+        let reader = crate::state::shared().map(|state| {
+            let replay = crate::webhook::hub::HubOptions::default().replay;
+            tokio::spawn(crate::state::events::read_into(
+                state.clone(),
+                webhooks.hub.clone(),
+                replay,
+            ))
+            .abort_handle()
+        });
+        let sweeper = match (crate::state::shared(), &webhooks.egress) {
+            (Some(state), Some(egress)) => {
+                Some(tokio::spawn(egress.clone().take_over_forever(state)).abort_handle())
+            }
+            _ => None,
+        };
         Ok(Arc::new(Server {
             core,
             opts,
             sessions,
             closing: tokio::sync::watch::Sender::new(false),
             webhooks: Arc::new(webhooks),
+            reader,
+            sweeper,
         }))
+    }
+
+    /// Session `sid`: this replica's, or (with shared state) one that another replica created.
+    async fn find_session(&self, sid: &str) -> Option<Arc<crate::mcp::session::Session>> {
+        if let Some(s) = self.sessions.get(sid) {
+            return Some(s);
+        }
+        let state = crate::state::shared()?;
+        // Ids portico makes are 32 hex digits; anything else is no session of ours.
+        if sid.len() > 64 || !sid.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            return None;
+        }
+        match crate::state::sessions::find(state, sid, self.opts.session_idle).await {
+            Ok(Some(version)) => Some(self.sessions.adopt(sid, &version)),
+            Ok(None) => None,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot look the session up in the shared state");
+                None
+            }
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        for task in [&self.reader, &self.sweeper].into_iter().flatten() {
+            task.abort();
+        }
     }
 }
 
@@ -343,8 +393,8 @@ impl Server {
                 let creds = crate::auth::transport::HttpCredentials::from_headers(req.headers());
                 crate::auth::transport::scope(creds, self.post(req)).await
             }
-            Method::GET => self.get(req),
-            Method::DELETE => self.delete(req),
+            Method::GET => self.get(req).await,
+            Method::DELETE => self.delete(req).await,
             _ => {
                 let mut r = rpc_error(
                     StatusCode::METHOD_NOT_ALLOWED,
@@ -367,7 +417,7 @@ impl Server {
             .map(str::to_string)
     }
 
-    fn get(&self, req: Request<Incoming>) -> Response<Body> {
+    async fn get(&self, req: Request<Incoming>) -> Response<Body> {
         let Some(sid) = Self::session_id(req.headers()) else {
             let mut r = rpc_error(
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -389,7 +439,7 @@ impl Server {
                 None,
             );
         }
-        let Some(session) = self.sessions.get(&sid) else {
+        let Some(session) = self.find_session(&sid).await else {
             return rpc_error(
                 StatusCode::NOT_FOUND,
                 &Value::Null,
@@ -438,14 +488,21 @@ impl Server {
         r
     }
 
-    fn delete(&self, req: Request<Incoming>) -> Response<Body> {
+    async fn delete(&self, req: Request<Incoming>) -> Response<Body> {
         let Some(sid) = Self::session_id(req.headers()) else {
             let mut r = empty(StatusCode::METHOD_NOT_ALLOWED);
             r.headers_mut()
                 .insert(header::ALLOW, HeaderValue::from_static("POST"));
             return r;
         };
-        if self.sessions.remove(&sid) {
+        let mut ended = self.sessions.remove(&sid);
+        if let Some(state) = crate::state::shared() {
+            match crate::state::sessions::forget(state, &sid).await {
+                Ok(found) => ended |= found,
+                Err(e) => tracing::warn!(error = %e, "cannot end the session in the shared state"),
+            }
+        }
+        if ended {
             self.webhooks.hub.end_session(&sid);
             empty(StatusCode::OK)
         } else {
@@ -589,7 +646,10 @@ impl Server {
                 None,
             )
         };
-        let session = Self::session_id(headers).and_then(|sid| self.sessions.get(&sid));
+        let session = match Self::session_id(headers) {
+            Some(sid) => self.find_session(&sid).await,
+            None => None,
+        };
         let Some(session) = session.filter(|s| s.version == "2025-03-26") else {
             return refuse(
                 "JSON-RPC batches are not supported: send one message per request (batching exists only in MCP 2025-03-26 sessions)",
@@ -712,6 +772,22 @@ impl Server {
                 .and_then(Value::as_str);
             let version = handler::negotiate(requested);
             let session = self.sessions.create(version);
+            let caps = params.as_ref().and_then(|p| p.get("capabilities"));
+            session
+                .asks
+                .set_capabilities(caps.cloned().unwrap_or_else(|| json!({})));
+            if let Some(state) = crate::state::shared()
+                && let Err(e) = crate::state::sessions::record(
+                    state,
+                    &session.id,
+                    version,
+                    self.opts.session_idle,
+                )
+                .await
+            {
+                // The session still works here; only a move to another replica would lose it.
+                tracing::warn!(error = %e, "cannot record the session in the shared state");
+            }
             let result = handler::initialize_result(&self.core.info, version);
             return self.reply(
                 id,
@@ -734,7 +810,7 @@ impl Server {
                 None,
             );
         };
-        let Some(session) = self.sessions.get(&sid) else {
+        let Some(session) = self.find_session(&sid).await else {
             return rpc_error(
                 StatusCode::NOT_FOUND,
                 &id,
@@ -766,7 +842,18 @@ impl Server {
                 }
                 empty(StatusCode::ACCEPTED)
             }
-            Message::Notification { .. } | Message::Response { .. } => empty(StatusCode::ACCEPTED),
+            Message::Notification { .. } => empty(StatusCode::ACCEPTED),
+            // An answer to a server->client request (`mcp::input`) goes to the waiting call.
+            Message::Response { id, body } => match session.asks.deliver(&id, body) {
+                Ok(()) => empty(StatusCode::ACCEPTED),
+                Err(e) => rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    &Value::Null,
+                    INVALID_REQUEST,
+                    &e.to_string(),
+                    None,
+                ),
+            },
             Message::Request { id, method, params } => {
                 if method.starts_with("resources/")
                     && let Some(answer) = crate::webhook::edge::intercept(
@@ -795,10 +882,24 @@ impl Server {
                             return self.reply(&id, answer, json_ok, sse_ok, None);
                         }
                     };
+                    let asks = params
+                        .as_ref()
+                        .and_then(|p| p.get("name"))
+                        .and_then(Value::as_str)
+                        .is_some_and(|n| {
+                            self.core
+                                .gateway
+                                .load()
+                                .tools
+                                .get(n)
+                                .is_some_and(|t| t.ask.is_some())
+                        })
+                        .then(|| session.asks.clone());
                     let call = CallReport {
                         token,
                         level,
                         cancel: Some((reg, cancel)),
+                        asks,
                     };
                     return self
                         .observed_call(id, era, params, call, json_ok, sse_ok)
@@ -830,7 +931,7 @@ impl Server {
         let (id, method, params) = match msg {
             Message::Request { id, method, params } => (id, method, params),
             Message::Notification { .. } => return empty(StatusCode::ACCEPTED),
-            Message::Response { id } => {
+            Message::Response { id, .. } => {
                 return rpc_error(
                     StatusCode::BAD_REQUEST,
                     &id,
@@ -993,6 +1094,7 @@ impl Server {
                 token,
                 level,
                 cancel: None,
+                asks: None,
             };
             return self
                 .observed_call(id, era, params, call, json_ok, sse_ok)
@@ -1098,6 +1200,8 @@ struct CallReport {
     token: Option<Value>,
     level: Option<notify::Level>,
     cancel: Option<(notify::Registration, tokio::sync::oneshot::Receiver<()>)>,
+    /// The session's waiting table, when the tool asks its client for input (2025 era).
+    asks: Option<Arc<super::input::Pending>>,
 }
 
 /// JSON-RPC code for a request answered after `notifications/cancelled` (JSON replies only:
@@ -1118,10 +1222,11 @@ impl Server {
         json_ok: bool,
         sse_ok: bool,
     ) -> Response<Body> {
-        let stream = sse_ok && (report.token.is_some() || report.level.is_some());
+        let stream =
+            sse_ok && (report.token.is_some() || report.level.is_some() || report.asks.is_some());
         let (tx, mut rx) = mpsc::unbounded_channel::<Value>();
         let notifier = if stream {
-            notify::Notifier::new(tx, report.token, report.level)
+            notify::Notifier::new(tx, report.token, report.level).with_asks(report.asks)
         } else {
             notify::Notifier::none()
         };

@@ -26,8 +26,8 @@ pub enum Message {
         method: String,
         params: Option<Value>,
     },
-    /// A response (result or error) sent by the client.
-    Response { id: Value },
+    /// A response sent by the client; `body` holds its `result` or `error` member.
+    Response { id: Value, body: Value },
 }
 
 /// Why a body is not one acceptable JSON-RPC message.
@@ -136,7 +136,10 @@ pub fn classify(value: Value) -> Result<Message, Rejection> {
         (Some(Value::String(method)), None) => Ok(Message::Notification { method, params }),
         (Some(_), id) => Err(reject("`method` must be a string", &id)),
         (None, Some(id)) if obj.contains_key("result") || obj.contains_key("error") => {
-            Ok(Message::Response { id })
+            Ok(Message::Response {
+                id,
+                body: Value::Object(obj),
+            })
         }
         (None, id) => Err(reject("a request needs `method`", &id)),
     }

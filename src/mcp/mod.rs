@@ -3,6 +3,7 @@
 
 pub mod handler;
 pub mod http;
+pub mod input;
 pub mod jsonrpc;
 pub mod notify;
 pub mod session;

@@ -66,6 +66,8 @@ pub struct Notifier {
     tx: Option<mpsc::UnboundedSender<Value>>,
     progress_token: Option<Value>,
     level: Option<Level>,
+    /// 2025 sessions: where server->client requests wait for answers (`mcp::input`).
+    asks: Option<Arc<super::input::Pending>>,
 }
 
 impl Notifier {
@@ -85,6 +87,24 @@ impl Notifier {
             tx: Some(tx),
             progress_token,
             level,
+            asks: None,
+        }
+    }
+
+    /// Lets the call send requests to its client on this channel (2025 sessions).
+    pub fn with_asks(mut self, asks: Option<Arc<super::input::Pending>>) -> Self {
+        self.asks = asks;
+        self
+    }
+
+    /// The call's way to ask its client, when it has one.
+    pub fn client_link(&self) -> Option<super::input::ClientLink> {
+        match (&self.tx, &self.asks) {
+            (Some(tx), Some(pending)) => Some(super::input::ClientLink {
+                tx: tx.clone(),
+                pending: pending.clone(),
+            }),
+            _ => None,
         }
     }
 
@@ -251,6 +271,7 @@ pub async fn observed_call(
             tx: n.tx.clone(),
             progress_token: n.progress_token.clone(),
             level: None,
+            asks: n.asks.clone(),
         };
         &quiet
     } else {

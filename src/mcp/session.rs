@@ -17,6 +17,8 @@ pub struct Session {
     stream: Mutex<Option<mpsc::Sender<Bytes>>>,
     /// Log level, calls in flight and their progress tokens.
     pub calls: Arc<super::notify::Calls>,
+    /// Client capabilities and the server->client requests waiting for answers.
+    pub asks: Arc<super::input::Pending>,
 }
 
 impl Session {
@@ -64,14 +66,26 @@ impl Sessions {
     /// Creates a session with a fresh, unguessable id (visible ASCII).
     pub fn create(&self, version: &str) -> Arc<Session> {
         let id = uuid::Uuid::new_v4().simple().to_string();
-        let s = Arc::new(Session {
-            id: id.clone(),
+        let s = Self::fresh(&id, version);
+        self.cache.insert(id, s.clone());
+        s
+    }
+
+    /// Takes in a session another replica created (its record came from the shared state; the
+    /// client capabilities it declared there are not known here).
+    pub fn adopt(&self, id: &str, version: &str) -> Arc<Session> {
+        self.cache
+            .get_with(id.to_string(), || Self::fresh(id, version))
+    }
+
+    fn fresh(id: &str, version: &str) -> Arc<Session> {
+        Arc::new(Session {
+            id: id.to_string(),
             version: version.to_string(),
             stream: Mutex::new(None),
             calls: Arc::default(),
-        });
-        self.cache.insert(id, s.clone());
-        s
+            asks: Arc::default(),
+        })
     }
 
     pub fn get(&self, id: &str) -> Option<Arc<Session>> {

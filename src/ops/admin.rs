@@ -102,7 +102,16 @@ impl Admin {
     async fn readyz(&self) -> Response<Full<Bytes>> {
         let backends = self.backends().await;
         let draining = *self.closing.borrow();
-        let ready = !draining && backends.iter().all(|b| b.state == "up");
+        // Shared state (`--state`): keyed calls and webhooks fail closed without it.
+        let state = match crate::state::shared() {
+            None => None,
+            Some(s) => Some(match s.ping().await {
+                Ok(()) => json!({"redis": s.display, "state": "up"}),
+                Err(e) => json!({"redis": s.display, "state": "down", "error": e.to_string()}),
+            }),
+        };
+        let state_up = state.as_ref().is_none_or(|s| s["state"] == "up");
+        let ready = !draining && state_up && backends.iter().all(|b| b.state == "up");
         let gateway = self.core.gateway.load();
         let body = json!({
             "ready": ready,
@@ -114,6 +123,7 @@ impl Admin {
                 "reload": self.reload.report(),
             },
             "backends": backends,
+            "shared_state": state,
         });
         let status = if ready {
             StatusCode::OK

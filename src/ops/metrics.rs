@@ -42,6 +42,8 @@ pub const WEBHOOK_DROPS: &str = "portico_webhook_drops_total";
 pub const WEBHOOK_EGRESS: &str = "portico_webhook_egress_total";
 /// Webhook frames re-sent from the replay buffer after a `Last-Event-ID`.
 pub const WEBHOOK_REPLAYED: &str = "portico_webhook_replayed_total";
+pub const STATE_ERRORS: &str = "portico_state_errors_total";
+pub const STATE_EVENTS: &str = "portico_state_events_read_total";
 
 /// Latency buckets in seconds: 1 ms to 30 s.
 const BUCKETS: &[f64] = &[
@@ -137,6 +139,14 @@ fn describe() {
     describe_counter!(
         WEBHOOK_REPLAYED,
         "webhook frames re-sent from the replay buffer after Last-Event-ID"
+    );
+    describe_counter!(
+        STATE_ERRORS,
+        "failed commands on the shared state (Redis, with --state)"
+    );
+    describe_counter!(
+        STATE_EVENTS,
+        "webhook events read from the shared event stream (Redis, with --state)"
     );
 }
 
@@ -289,6 +299,16 @@ pub fn webhook_egress(result: &'static str) {
 /// Counts frames replayed after a `Last-Event-ID`.
 pub fn webhook_replayed(frames: u64) {
     counter!(WEBHOOK_REPLAYED).increment(frames);
+}
+
+/// Counts one failed shared-state (Redis) command.
+pub fn state_error() {
+    counter!(STATE_ERRORS).increment(1);
+}
+
+/// Counts events read from the shared event stream.
+pub fn state_events(n: u64) {
+    counter!(STATE_EVENTS).increment(n);
 }
 
 /// Sets the start-up values so every family is present from the first scrape.

@@ -52,7 +52,7 @@ pub async fn receive(
         query: parts.uri.query(),
         headers: &parts.headers,
     };
-    ingress.receive(gateway, business, &rp, &bytes)
+    ingress.receive(gateway, business, &rp, &bytes).await
 }
 
 /// True when `uri` is a booking resource some business's webhooks feed.

@@ -114,7 +114,33 @@ impl Egress {
     ) {
         let me = self.clone();
         tokio::spawn(async move {
+            // Several replicas: the pending delivery is leased in Redis, so another replica
+            // takes it over if this one dies before it ends (`crate::state::deliveries`).
+            let shared = crate::state::shared();
+            let mut lease = None;
+            if let Some(state) = shared {
+                let recorded = crate::state::deliveries::record(
+                    state,
+                    seq,
+                    url.as_str(),
+                    &event_id,
+                    &event,
+                    &policy,
+                )
+                .await;
+                match recorded {
+                    Ok(field) => lease = Some(field),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot lease the delivery in the shared state; delivering from this replica only")
+                    }
+                }
+            }
             let result = me.run(url.clone(), event, event_id, policy).await;
+            if let (Some(state), Some(field)) = (shared, lease)
+                && let Err(e) = crate::state::deliveries::finish(state, &field).await
+            {
+                tracing::warn!(error = %e, "cannot end the delivery's lease; another replica may send it again");
+            }
             if let Some(j) = &me.journal {
                 let done = Record::Done {
                     seq,
@@ -126,6 +152,36 @@ impl Egress {
                 }
             }
         });
+    }
+
+    /// Sweeps the shared state for deliveries whose replica died (lease ended) and runs them
+    /// here, until the task is aborted. Checks every second (one small Redis command).
+    pub async fn take_over_forever(self: Arc<Self>, state: &'static crate::state::Shared) {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            let taken = match crate::state::deliveries::take_over(state).await {
+                Ok(t) => t,
+                Err(e) => {
+                    tracing::debug!(error = %e, "delivery sweep failed");
+                    continue;
+                }
+            };
+            for p in taken {
+                let Ok(url) = url::Url::parse(&p.url) else {
+                    let _ = crate::state::deliveries::finish(state, &p.field).await;
+                    continue;
+                };
+                tracing::info!(url = %url, event_id = %p.event_id, "taking over a delivery whose replica stopped");
+                let me = self.clone();
+                tokio::spawn(async move {
+                    me.run(url, Arc::new(p.event), p.event_id, p.policy).await;
+                    if let Err(e) = crate::state::deliveries::finish(state, &p.field).await {
+                        tracing::warn!(error = %e, "cannot end the delivery's lease; another replica may send it again");
+                    }
+                });
+            }
+        }
     }
 
     async fn attempt(&self, url: &url::Url, body: &[u8], timeout: Duration) -> Result<(), String> {

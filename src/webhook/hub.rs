@@ -236,12 +236,40 @@ impl Hub {
         before(seq, &event)?;
         st.next_seq += 1;
         let e = self.record(&mut st, seq, business, method, event, uri);
+        self.fan_out(&st, &e);
+        Ok(seq)
+    }
+
+    /// Queues `e` for every client that wants it.
+    fn fan_out(&self, st: &State, e: &Event) {
         for c in st.clients.values() {
-            if let Some(f) = self.frames(c, &e) {
+            if let Some(f) = self.frames(c, e) {
                 self.enqueue(c, f);
             }
         }
-        Ok(seq)
+    }
+
+    /// Sends an event numbered elsewhere (the shared event stream of `crate::state::events`),
+    /// like `publish`; an event this hub already has (`seq` not after its newest) is ignored.
+    /// Returns whether it was sent.
+    pub fn publish_at(
+        &self,
+        seq: u64,
+        business: &str,
+        method: &str,
+        event: Value,
+        uri: Option<String>,
+    ) -> bool {
+        let Ok(mut st) = self.state.lock() else {
+            return false;
+        };
+        if seq < st.next_seq {
+            return false;
+        }
+        st.next_seq = seq + 1;
+        let e = self.record(&mut st, seq, business, method, event, uri);
+        self.fan_out(&st, &e);
+        true
     }
 
     /// Puts an event from before a restart back into the replay buffer and the latest-event

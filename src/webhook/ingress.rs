@@ -199,7 +199,7 @@ impl Ingress {
     }
 
     /// Handles one request for `business` (already read: `parts` and the raw `body`).
-    pub fn receive(
+    pub async fn receive(
         &self,
         gateway: &Gateway,
         business: &str,
@@ -213,7 +213,7 @@ impl Ingress {
             .and_then(|b| b.webhooks.clone());
         let now = unix_now();
         let result = match &cfg {
-            Some(cfg) => self.accept(cfg, parts, body, now),
+            Some(cfg) => self.accept(cfg, parts, body, now).await,
             None => Err(Refusal::UnknownBusiness(business.to_string())),
         };
         let label = match &result {
@@ -240,7 +240,7 @@ impl Ingress {
     }
 
     /// Verifies, transforms, dedupes and queues; returns the event id and whether it was new.
-    pub fn accept(
+    pub async fn accept(
         &self,
         cfg: &WebhookConfig,
         parts: &RequestParts<'_>,
@@ -301,12 +301,36 @@ impl Ingress {
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
             .map(|id| cfg.uri_for(id));
+        let egress = self.egress.as_ref().filter(|_| !cfg.deliver_to.is_empty());
+        let shared = egress.map(|_| Arc::new(event.clone()));
+        // Several replicas: Redis dedupes, numbers and keeps the event; every replica's reader
+        // (`crate::state::events::read_into`) then sends it to its own clients.
+        if let Some(state) = crate::state::shared() {
+            let appended = crate::state::events::append(
+                state,
+                &cfg.business,
+                &cfg.method,
+                &event_id,
+                &event,
+                uri.as_deref(),
+                super::dedupe::DEFAULT_TTL,
+            )
+            .await;
+            let seq = match appended {
+                Ok(Some(seq)) => seq,
+                Ok(None) => return Ok((event_id, false)),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot record the webhook in the shared state; refusing the event");
+                    return Err(Refusal::Journal(e.to_string()));
+                }
+            };
+            self.deliver(cfg, egress, shared, &event_id, seq);
+            return Ok((event_id, true));
+        }
         let key = format!("{}\0{event_id}", cfg.business);
         if !self.dedupe.first_seen(&key) {
             return Ok((event_id, false));
         }
-        let egress = self.egress.as_ref().filter(|_| !cfg.deliver_to.is_empty());
-        let shared = egress.map(|_| Arc::new(event.clone()));
         // Journal first (under the hub's lock, so journal order is delivery order), then queue.
         let published =
             self.hub
@@ -345,17 +369,29 @@ impl Ingress {
                 return Err(Refusal::Journal(e.to_string()));
             }
         };
-        if let (Some(egress), Some(shared)) = (egress, shared) {
+        self.deliver(cfg, egress, shared, &event_id, seq);
+        Ok((event_id, true))
+    }
+
+    /// Starts the outgoing deliveries (`deliver_to`) of an accepted event.
+    fn deliver(
+        &self,
+        cfg: &WebhookConfig,
+        egress: Option<&Arc<Egress>>,
+        event: Option<Arc<Value>>,
+        event_id: &str,
+        seq: u64,
+    ) {
+        if let (Some(egress), Some(event)) = (egress, event) {
             for url in &cfg.deliver_to {
                 egress.deliver(
                     url.clone(),
-                    shared.clone(),
-                    event_id.clone(),
+                    event.clone(),
+                    event_id.to_string(),
                     cfg.retry,
                     seq,
                 );
             }
         }
-        Ok((event_id, true))
     }
 }

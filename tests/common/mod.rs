@@ -371,3 +371,114 @@ pub async fn gateway_ops(files: &[PathBuf], ops: portico::app::Ops) -> portico::
     .await
     .expect("gateway starts")
 }
+
+/// Reads SSE events (`id`, parsed `data`) from a streaming response, skipping comments.
+pub struct SseReader {
+    body: std::pin::Pin<Box<dyn futures_util::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
+    buf: String,
+}
+
+impl SseReader {
+    pub fn new(resp: reqwest::Response) -> Self {
+        SseReader {
+            body: Box::pin(resp.bytes_stream()),
+            buf: String::new(),
+        }
+    }
+
+    /// The next event; a stream that stays silent for 10 s fails the test instead of hanging.
+    pub async fn next(&mut self) -> (Option<u64>, Value) {
+        loop {
+            if let Some(end) = self.buf.find("\n\n") {
+                let block: String = self.buf.drain(..end + 2).collect();
+                let mut id = None;
+                let mut data = None;
+                for line in block.lines() {
+                    if let Some(v) = line.strip_prefix("id: ") {
+                        id = v.parse().ok();
+                    } else if let Some(v) = line.strip_prefix("data: ") {
+                        data = serde_json::from_str(v).ok();
+                    }
+                }
+                if let Some(d) = data {
+                    return (id, d);
+                }
+                continue;
+            }
+            let chunk = tokio::time::timeout(
+                Duration::from_secs(10),
+                futures_util::StreamExt::next(&mut self.body),
+            )
+            .await
+            .expect("an SSE event within 10 s (hang guard)")
+            .expect("stream open")
+            .expect("chunk");
+            self.buf
+                .push_str(std::str::from_utf8(&chunk).expect("utf-8"));
+        }
+    }
+}
+
+/// USP tool arguments carrying a profile and the idempotency key `key`.
+pub fn keyed(mut args: Value, key: &str) -> Value {
+    args["_meta"] =
+        json!({"usp": {"profile": "https://agent.example/p.json", "idempotency_key": key}});
+    args
+}
+
+/// Requests the test backend has answered so far.
+pub fn hits(seen: &Seen) -> usize {
+    seen.requests.lock().unwrap().len()
+}
+
+/// One request a `hook_receiver` got, and the status it answered.
+pub struct Received {
+    pub path: String,
+    pub status: u16,
+    pub headers: http::HeaderMap,
+    pub body: bytes::Bytes,
+}
+
+/// A webhook receiver on 127.0.0.1 answering each request with `status_for(path)`; every
+/// request is reported on the channel.
+pub async fn hook_receiver(
+    status_for: impl Fn(&str) -> u16 + Send + Sync + 'static,
+) -> (SocketAddr, tokio::sync::mpsc::UnboundedReceiver<Received>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let status_for = Arc::new(status_for);
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let (tx, status_for) = (tx.clone(), status_for.clone());
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
+                    let (tx, status_for) = (tx.clone(), status_for.clone());
+                    async move {
+                        let (parts, body) = req.into_parts();
+                        let body = body
+                            .collect()
+                            .await
+                            .map(|c| c.to_bytes())
+                            .unwrap_or_default();
+                        let path = parts.uri.path().to_string();
+                        let status = status_for(&path);
+                        let _ = tx.send(Received {
+                            path,
+                            status,
+                            headers: parts.headers,
+                            body,
+                        });
+                        let mut r = Response::new(Full::new(Bytes::new()));
+                        *r.status_mut() = hyper::StatusCode::from_u16(status).unwrap();
+                        Ok::<_, std::convert::Infallible>(r)
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    (addr, rx)
+}

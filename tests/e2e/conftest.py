@@ -76,15 +76,16 @@ def _stop(proc: subprocess.Popen[str]) -> None:
         proc.wait(timeout=STOP_TIMEOUT_S)
 
 
-def start_demo() -> Demo:
-    """Starts `portico demo --port 0` and waits for its `mcp:` line (the real, OS-chosen ports)."""
+def start_demo(*extra: str) -> Demo:
+    """Starts `portico demo --port 0 [extra...]` (e.g. `--fixtures`) and waits for its `mcp:` line
+    (the real, OS-chosen ports)."""
     binary = portico_bin()
     stderr_file = tempfile.NamedTemporaryFile(  # noqa: SIM115 - kept open for the child's lifetime
         prefix="portico-e2e-", suffix=".stderr", delete=False
     )
     stderr_path = Path(stderr_file.name)
     proc = subprocess.Popen(
-        [str(binary), "demo", "--port", "0"],
+        [str(binary), "demo", "--port", "0", *extra],
         # Every native jq answer is checked against jaq's: a disagreement fails the call.
         env={**os.environ, "PORTICO_JQ_CROSSCHECK": "1"},
         stdin=subprocess.DEVNULL,

@@ -1,0 +1,453 @@
+//! Several `portico serve` replicas sharing state through a real Redis (`--state`): a keyed call
+//! retried on another replica is answered from the store (the backend sees one call), a webhook
+//! received by one replica reaches a client held by another (in order, once), a client whose
+//! replica dies resumes on another with `Last-Event-ID`, and Redis faults get their documented
+//! answers. Each test starts its own `redis-server` on a free 127.0.0.1 port.
+#![cfg(unix)]
+
+mod common;
+
+use common::*;
+use portico::webhook::keys::{Alg, SigningKey};
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// A private `redis-server` on 127.0.0.1 (nothing kept on disk). Missing `redis-server` fails
+/// the test: `scripts/test` installs Debian's package.
+struct Redis {
+    child: Child,
+    port: u16,
+}
+
+impl Redis {
+    fn start() -> Redis {
+        Self::on(free_port())
+    }
+
+    fn on(port: u16) -> Redis {
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("redis-server must be installed (Debian package redis-server)");
+        let mut redis = Redis { child, port };
+        for _ in 0..200 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return redis;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        let _ = redis.child.kill();
+        let _ = redis.child.wait();
+        panic!("redis-server did not start on port {port}");
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    fn stop(mut self) -> u16 {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.port
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One `portico serve --state` process.
+struct Replica {
+    child: Child,
+    mcp: String,
+    admin: String,
+}
+
+impl Replica {
+    fn start(mapping: &Path, redis: &str) -> Replica {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_portico"))
+            .arg("serve")
+            .arg(mapping)
+            .args(["--listen", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"])
+            .args(["--reload-interval", "off", "--state", redis])
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("portico serve starts");
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let mut url = |name: &str| {
+            let l = lines.next().expect("a banner line").expect("utf-8");
+            let (n, u) = l.split_once(": ").expect("`name: url`");
+            assert_eq!(n, name, "banner line {l:?}");
+            u.trim().to_string()
+        };
+        let mcp = url("mcp");
+        let admin = url("admin");
+        Replica { child, mcp, admin }
+    }
+
+    fn authority(&self) -> String {
+        url::Url::parse(&self.mcp)
+            .map(|u| format!("{}:{}", u.host_str().unwrap_or(""), u.port().unwrap_or(0)))
+            .expect("URL")
+    }
+
+    fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test]
+async fn a_keyed_call_retried_on_another_replica_reaches_the_backend_once() {
+    let (backend, seen) = test_backend().await;
+    let mapping = fixture_with_backend("gateway", &backend.to_string()).join("usp.yaml");
+    let redis = Redis::start();
+    let a = Replica::start(&mapping, &redis.url());
+    let b = Replica::start(&mapping, &redis.url());
+    let c = reqwest::Client::new();
+
+    let before = hits(&seen);
+    let first = call(&c, &a.mcp, "echo_post", keyed(json!({"name": "x"}), "k-1")).await;
+    assert!(first.body.get("result").is_some(), "{}", first.text);
+    let retried = call(&c, &b.mcp, "echo_post", keyed(json!({"name": "x"}), "k-1")).await;
+    assert_eq!(
+        retried.body["result"], first.body["result"],
+        "the stored answer"
+    );
+    assert_eq!(hits(&seen), before + 1, "one backend call for one key");
+
+    // The same key with other arguments, on the other replica: a conflict, no backend call.
+    let other = call(&c, &b.mcp, "echo_post", keyed(json!({"name": "y"}), "k-1")).await;
+    assert!(other.body.get("error").is_some(), "{}", other.text);
+    assert_eq!(other.body["error"]["data"]["code"], "idempotency_conflict");
+    assert_eq!(hits(&seen), before + 1);
+
+    // Concurrent duplicates on both replicas: one runs, the other waits for its answer.
+    let (x, y) = tokio::join!(
+        call(&c, &a.mcp, "echo_post", keyed(json!({"name": "z"}), "k-2")),
+        call(&c, &b.mcp, "echo_post", keyed(json!({"name": "z"}), "k-2")),
+    );
+    assert!(x.body.get("result").is_some(), "{}", x.text);
+    assert_eq!(x.body["result"], y.body["result"]);
+    assert_eq!(hits(&seen), before + 2, "still one backend call per key");
+}
+
+const TRANSFORM: &str =
+    r#"{ event: "booking.confirmed", event_id: .webhook_id, booking_id: .number, timestamp: .at }"#;
+
+/// A USP mapping whose webhooks trust `key`.
+fn webhook_mapping(key: &SigningKey) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("portico-scale-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let jwks = json!({"keys": [key.verifying_key().jwk()]});
+    std::fs::write(dir.join("keys.json"), jwks.to_string()).expect("jwks written");
+    let text = format!(
+        r#"business: spa
+binding: usp
+openrpc: {openrpc}
+backend:
+  url: http://127.0.0.1:9/spa
+tools: {{}}
+webhooks:
+  jwks: keys.json
+  algorithms: [ecdsa-p256-sha256]
+  max_age: 300s
+  transform: '{TRANSFORM}'
+"#,
+        openrpc = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("openrpc/usp.openrpc.json")
+            .display(),
+    );
+    let file = dir.join("spa.yaml");
+    std::fs::write(&file, text).expect("mapping written");
+    file
+}
+
+/// POSTs a signed webhook `id` to `business` on `to`; returns the HTTP status.
+async fn webhook_to(
+    http: &reqwest::Client,
+    key: &SigningKey,
+    to: &Replica,
+    business: &str,
+    id: &str,
+) -> u16 {
+    let body = json!({"webhook_id": id, "number": "B-1", "at": "2026-12-01T09:00:00Z"})
+        .to_string()
+        .into_bytes();
+    let url = format!("http://{}/webhooks/{business}", to.authority());
+    let url = url::Url::parse(&url).expect("URL");
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock")
+        .as_secs() as i64;
+    let headers = portico::webhook::sig::sign_webhook(key, &url, &body, now).expect("signed");
+    http.post(url)
+        .headers(headers)
+        .body(body)
+        .send()
+        .await
+        .expect("webhook sent")
+        .status()
+        .as_u16()
+}
+
+async fn webhook(http: &reqwest::Client, key: &SigningKey, to: &Replica, id: &str) -> u16 {
+    webhook_to(http, key, to, "spa", id).await
+}
+
+/// Opens the GET stream of session `sid` on `r` (resuming after `last`).
+async fn stream(http: &reqwest::Client, r: &Replica, sid: &str, last: Option<u64>) -> SseReader {
+    let mut rb = http
+        .get(&r.mcp)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", sid);
+    if let Some(l) = last {
+        rb = rb.header("last-event-id", l.to_string());
+    }
+    let resp = rb.send().await.expect("GET stream");
+    assert_eq!(resp.status(), 200, "GET stream on {}", r.mcp);
+    SseReader::new(resp)
+}
+
+/// The next `n` events as (SSE id, webhook event id).
+async fn next_events(sse: &mut SseReader, n: usize) -> Vec<(Option<u64>, String)> {
+    let mut got = Vec::new();
+    for _ in 0..n {
+        let (id, e) = sse.next().await;
+        got.push((
+            id,
+            e["params"]["event_id"].as_str().unwrap_or("").to_string(),
+        ));
+    }
+    got
+}
+
+/// What `next_events` should see for webhooks `wh-<n>` numbered `n`.
+fn numbered(ns: std::ops::RangeInclusive<u64>) -> Vec<(Option<u64>, String)> {
+    ns.map(|n| (Some(n), format!("wh-{n}"))).collect()
+}
+
+#[tokio::test]
+async fn webhooks_fan_out_across_replicas_once_in_order_and_survive_a_failover() {
+    let key = SigningKey::generate(Alg::EcdsaP256Sha256, "biz").expect("key");
+    let mapping = webhook_mapping(&key);
+    let redis = Redis::start();
+    let a = Replica::start(&mapping, &redis.url());
+    let b = Replica::start(&mapping, &redis.url());
+    let http = reqwest::Client::new();
+
+    // The client's session and stream live on B; the webhooks arrive at A.
+    let (sid, _) = initialize(&http, &b.mcp, "2025-11-25").await;
+    let mut sse = stream(&http, &b, &sid, None).await;
+    for n in 1..=3 {
+        assert_eq!(webhook(&http, &key, &a, &format!("wh-{n}")).await, 202);
+    }
+    // A retry of wh-2 (to either replica) is a duplicate, acknowledged but not sent again.
+    assert_eq!(webhook(&http, &key, &b, "wh-2").await, 200);
+    assert_eq!(webhook(&http, &key, &a, "wh-4").await, 202);
+    assert_eq!(
+        next_events(&mut sse, 4).await,
+        numbered(1..=4),
+        "every event once, in acceptance order, numbered the same everywhere"
+    );
+
+    // B dies; the client had processed only up to event 2 (its Last-Event-ID).
+    drop(sse);
+    b.kill();
+    // An event acknowledged while the client is away.
+    assert_eq!(webhook(&http, &key, &a, "wh-5").await, 202);
+    // The client reconnects to A with its session and Last-Event-ID: 2.
+    let mut sse = stream(&http, &a, &sid, Some(2)).await;
+    assert_eq!(
+        next_events(&mut sse, 3).await,
+        numbered(3..=5),
+        "nothing acknowledged upstream is lost"
+    );
+    // A replica started after the events were accepted has them for replay too.
+    let c = Replica::start(&mapping, &redis.url());
+    let mut sse = stream(&http, &c, &sid, Some(4)).await;
+    assert_eq!(next_events(&mut sse, 1).await, numbered(5..=5));
+}
+
+#[tokio::test]
+async fn redis_down_refuses_keyed_calls_and_webhooks_then_recovers() {
+    let (backend, seen) = test_backend().await;
+    let dir = fixture_with_backend("gateway", &backend.to_string());
+    let key = SigningKey::generate(Alg::EcdsaP256Sha256, "biz").expect("key");
+    // The USP tools plus a webhook-receiving business, served together.
+    let hooks = webhook_mapping(&key);
+    let text = std::fs::read_to_string(&hooks)
+        .expect("mapping")
+        .replace("business: spa", "business: hooks")
+        .replace("http://127.0.0.1:9/spa", &format!("http://{backend}"))
+        .replace(
+            "keys.json",
+            &hooks.with_file_name("keys.json").display().to_string(),
+        );
+    std::fs::write(dir.join("hooks.yaml"), text).expect("mapping written");
+    for other in ["autonym.yaml", "plain.yaml"] {
+        let _ = std::fs::remove_file(dir.join(other));
+    }
+    let redis = Redis::start();
+    let a = Replica::start(&dir, &redis.url());
+    let http = reqwest::Client::new();
+    let ready = |r: &Replica| {
+        let url = format!("{}readyz", r.admin);
+        let http = http.clone();
+        async move {
+            let resp = http.get(url).send().await.expect("readyz");
+            let status = resp.status().as_u16();
+            (status, resp.json::<Value>().await.expect("JSON"))
+        }
+    };
+    let up = call(
+        &http,
+        &a.mcp,
+        "echo_post",
+        keyed(json!({"name": "x"}), "k-up"),
+    )
+    .await;
+    assert!(up.body["result"].is_object(), "{}", up.text);
+
+    let port = redis.stop();
+    let before = hits(&seen);
+    // Keyed calls fail closed: without the store, a retry could run twice.
+    let refused = call(
+        &http,
+        &a.mcp,
+        "echo_post",
+        keyed(json!({"name": "x"}), "k-down"),
+    )
+    .await;
+    assert_eq!(
+        refused.body["error"]["data"]["code"], "service_unavailable",
+        "{}",
+        refused.text
+    );
+    assert_eq!(
+        hits(&seen),
+        before,
+        "a refused keyed call never reaches the backend"
+    );
+    // Unkeyed calls degrade gracefully: they need no shared state.
+    let plain = call(
+        &http,
+        &a.mcp,
+        "echo_post",
+        json!({"name": "x", "_meta": {"usp": {"profile": "https://agent.example/p.json"}}}),
+    )
+    .await;
+    assert!(plain.body["result"].is_object(), "{}", plain.text);
+    // Webhooks are refused with 503 (the sender retries) rather than accepted and lost.
+    assert_eq!(webhook_to(&http, &key, &a, "hooks", "wh-down").await, 503);
+    let (status, detail) = ready(&a).await;
+    assert_eq!(status, 503, "{detail}");
+    assert_eq!(detail["shared_state"]["state"], "down", "{detail}");
+
+    // Redis comes back on the same address: portico reconnects by itself.
+    let _redis = Redis::on(port);
+    let mut back = false;
+    for _ in 0..100 {
+        let r = call(
+            &http,
+            &a.mcp,
+            "echo_post",
+            keyed(json!({"name": "x"}), "k-back"),
+        )
+        .await;
+        if r.body["result"].is_object() {
+            back = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(back, "keyed calls work again once Redis is back");
+    let (status, detail) = ready(&a).await;
+    assert_eq!(status, 200, "{detail}");
+    assert_eq!(
+        webhook_to(&http, &key, &a, "hooks", "wh-down").await,
+        202,
+        "the refused webhook is accepted on retry"
+    );
+}
+
+#[tokio::test]
+async fn a_delivery_left_by_a_dead_replica_is_taken_over_by_another() {
+    let healthy = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let up = healthy.clone();
+    let (recv, mut received) = hook_receiver(move |_| {
+        if up.load(std::sync::atomic::Ordering::SeqCst) {
+            200
+        } else {
+            503
+        }
+    })
+    .await;
+    let event_id = |r: &Received| {
+        serde_json::from_slice::<Value>(&r.body).ok()?["event_id"]
+            .as_str()
+            .map(str::to_string)
+    };
+    let key = SigningKey::generate(Alg::EcdsaP256Sha256, "biz").expect("key");
+    let mapping = webhook_mapping(&key);
+    // The first attempt fails; the retry would come 2 s later, from a replica that is dead by then.
+    let text = std::fs::read_to_string(&mapping).expect("mapping")
+        + &format!(
+            "  deliver_to: [\"http://{recv}/hook\"]\n  retry: {{ initial: 2s, retries: 1, max_total: 3s, timeout: 500ms }}\n"
+        );
+    std::fs::write(&mapping, text).expect("mapping written");
+    let redis = Redis::start();
+    let a = Replica::start(&mapping, &redis.url());
+    let b = Replica::start(&mapping, &redis.url());
+    let http = reqwest::Client::new();
+
+    assert_eq!(webhook(&http, &key, &a, "wh-out").await, 202);
+    let first = tokio::time::timeout(Duration::from_secs(10), received.recv())
+        .await
+        .expect("A's first attempt within 10 s")
+        .expect("receiver open");
+    assert_eq!(
+        (first.status, event_id(&first)),
+        (503, Some("wh-out".into()))
+    );
+    a.kill();
+    healthy.store(true, std::sync::atomic::Ordering::SeqCst);
+
+    // A's lease ends (its whole schedule, ~6 s) and B sends the event from the first attempt.
+    let again = tokio::time::timeout(Duration::from_secs(20), received.recv())
+        .await
+        .expect("B takes the delivery over within 20 s")
+        .expect("receiver open");
+    assert_eq!(
+        (again.status, event_id(&again)),
+        (200, Some("wh-out".into()))
+    );
+    // Delivered once more, not again and again: the lease ended with the delivery.
+    let more = tokio::time::timeout(Duration::from_secs(3), received.recv()).await;
+    assert!(more.is_err(), "no further delivery after the 200");
+    drop(b);
+}
