@@ -245,6 +245,10 @@ fn usp_profile(b: &Business, mcp_url: &str) -> Result<Value, String> {
             "business": identity,
         }
     });
+    // Standalone mode publishes the AuthorizationPolicy top-level (USP §10.1.6).
+    if let Some(policy) = &b.auth {
+        doc["authorization"] = policy.published();
+    }
     keys(b, &mut doc);
     Ok(doc)
 }

@@ -72,10 +72,20 @@ pub async fn call_tool(gateway: &Gateway, name: &str, arguments: Option<Value>) 
 }
 
 async fn run(tool: &Tool, args: Value) -> Reply {
+    let presented = crate::auth::presented(tool, &args);
     let call = match prepare(tool, args) {
         Ok(c) => c,
         Err(reply) => return reply,
     };
+    let grant = match crate::auth::authorize(tool, &call, presented).await {
+        Ok(g) => g,
+        Err(reply) => return reply,
+    };
+    if let Err(reply) = crate::auth::admit(tool, &grant) {
+        return reply;
+    }
+    // Every answer from here on (replays included) is signed when the tool asks for it.
+    crate::auth::respsig::request_for(tool);
     crate::ops::log::correlation(call.meta.correlation_id.as_deref());
     // A keyed call: a replay gets the stored answer, a conflicting reuse is refused, and
     // concurrent duplicates wait for the first instead of reaching the backend again.
@@ -129,6 +139,9 @@ async fn run(tool: &Tool, args: Value) -> Reply {
             }
         },
     };
+    let mut reply = reply;
+    crate::auth::issue(tool, &grant, &mut reply).await;
+    crate::vrp::attach(tool, &call.args, &mut reply);
     if let Some(leader) = leader {
         leader.finish(&reply, keep).await;
     }

@@ -10,11 +10,14 @@
 //! - [`upstream`]: the pooled REST client that talks to a business's backend.
 //! - [`mcp`]: JSON-RPC, both MCP protocol eras, Streamable HTTP.
 //! - [`catalog`]: resources and prompts from mappings (read, render, complete).
+//! - [`auth`]: inbound authentication: policies, JWTs, proofs of possession, identity binding.
 //! - [`discovery`]: `/.well-known/ucp` and `/.well-known/usp` profiles from the mappings.
+//! - [`vrp`]: VRP receipt verification and signed MCP transport assertions.
 //! - [`state`]: shared state in Redis for several replicas (`--state redis://...`).
 //! - [`demo`]: the embedded legacy booking API and the `portico demo` runner.
 
 pub mod app;
+pub mod auth;
 pub mod binding;
 pub mod catalog;
 pub mod check;
@@ -29,4 +32,5 @@ pub mod ops;
 pub mod state;
 pub mod translate;
 pub mod upstream;
+pub mod vrp;
 pub mod webhook;

@@ -127,6 +127,9 @@ enum Command {
         /// fixture backend on port + 2.
         #[arg(long)]
         fixtures: bool,
+        /// Require authentication for privileged tools (prints how to authenticate).
+        #[arg(long)]
+        secure: bool,
     },
     /// Run only the demo's legacy booking API (for `portico serve mappings/` and benchmarks).
     DemoBackend {
@@ -347,6 +350,10 @@ async fn main() -> ExitCode {
                     Ok(s) => {
                         tracing::info!(redis = %s.display, "shared state in redis");
                         portico::state::install(s);
+                        if let Some(shared) = portico::state::shared() {
+                            // Identity bindings, proof jti, issued credentials and nonces too.
+                            portico::auth::store::install(portico::state::auth::stores(shared));
+                        }
                     }
                     Err(e) => {
                         eprintln!("--state: {e}");
@@ -493,9 +500,13 @@ async fn main() -> ExitCode {
                 }
             }
         }
-        Command::Demo { port, fixtures } => {
+        Command::Demo {
+            port,
+            fixtures,
+            secure,
+        } => {
             init_logging();
-            let demo = match portico::demo::start_with(port, fixtures).await {
+            let demo = match portico::demo::start_opts(port, fixtures, secure).await {
                 Ok(d) => d,
                 Err(e) => {
                     eprintln!("{e}");

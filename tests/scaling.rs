@@ -550,3 +550,92 @@ async fn a_2026_client_re_listens_on_another_replica_and_reads_what_it_missed() 
     let latest = latest_booking_event(&http, &c, uri).await;
     assert!(latest.contains("wh-3"), "{latest}");
 }
+
+#[tokio::test]
+async fn security_stores_are_shared_between_replicas_and_fail_closed() {
+    use portico::auth::store::{Bound, Issued};
+    use portico::state::Shared;
+    let redis = Redis::start();
+    // Two processes' worth of stores on one Redis (each with its own connection).
+    let leak =
+        |s: std::sync::Arc<Shared>| -> &'static std::sync::Arc<Shared> { Box::leak(Box::new(s)) };
+    let one = leak(Shared::new(&redis.url(), "sec").expect("state"));
+    let two = leak(Shared::new(&redis.url(), "sec").expect("state"));
+    let (a, b) = (
+        portico::state::auth::stores(one),
+        portico::state::auth::stores(two),
+    );
+
+    // Identity binding (USP §10.1.6): first contact on A, checked on B.
+    assert_eq!(
+        a.identities
+            .bind("spa", "key-1", "https://p.example/a")
+            .await,
+        Bound::New
+    );
+    assert_eq!(
+        b.identities
+            .bind("spa", "key-1", "https://p.example/a")
+            .await,
+        Bound::Same
+    );
+    assert_eq!(
+        b.identities
+            .bind("spa", "key-1", "https://p.example/b")
+            .await,
+        Bound::Conflict
+    );
+    assert_eq!(
+        b.identities
+            .bind("spa", "key-2", "https://p.example/a")
+            .await,
+        Bound::New
+    );
+    // A proof's jti used on A is a replay on B.
+    assert!(a.replay.first_use("spa", "jti-1").await);
+    assert!(!b.replay.first_use("spa", "jti-1").await);
+    assert!(b.replay.first_use("hotel", "jti-1").await, "per business");
+    // A credential issued on A is known on B; Redis holds only its digest.
+    let issued = Issued {
+        business: "spa".into(),
+        resource: "B-1".into(),
+        scope: vec!["usp_bookings_get".into()],
+        jkt: Some("thumbprint".into()),
+        expires_at: 4_000_000_000,
+        principal: "key-1".into(),
+    };
+    a.credentials
+        .put("secret-credential-value", issued.clone())
+        .await;
+    assert_eq!(
+        b.credentials.get("secret-credential-value").await,
+        Some(issued)
+    );
+    assert_eq!(b.credentials.get("another-value").await, None);
+    let keys = std::process::Command::new("redis-cli")
+        .args(["-p", &redis.port.to_string(), "--scan"])
+        .output()
+        .expect("redis-cli");
+    let keys = String::from_utf8_lossy(&keys.stdout);
+    assert!(keys.contains("{sec}:cred:"), "{keys}");
+    assert!(!keys.contains("secret-credential-value"), "{keys}");
+    // A nonce issued by A's challenge is accepted on B, for that business only.
+    let nonce = a.nonces.issue("spa").await;
+    assert!(b.nonces.valid("spa", &nonce).await);
+    assert!(!b.nonces.valid("hotel", &nonce).await);
+
+    // Redis down: every answer is the refusing one.
+    redis.stop();
+    assert!(
+        !a.replay.first_use("spa", "jti-2").await,
+        "an unverifiable jti is a replay"
+    );
+    assert_eq!(
+        a.identities
+            .bind("spa", "key-3", "https://p.example/a")
+            .await,
+        Bound::Conflict
+    );
+    assert_eq!(a.credentials.get("secret-credential-value").await, None);
+    assert!(!a.nonces.valid("spa", &nonce).await);
+}

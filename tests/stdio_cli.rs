@@ -4,15 +4,17 @@ use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
-#[tokio::test]
-async fn stdio_serves_the_demo_mappings() {
-    let (addr, _task) = portico::demo::backend::spawn("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
-    let dir = portico::demo::write_files(addr, None).unwrap();
+/// Runs `portico stdio [args] <dir>/mappings`, writes `requests`, reads `answers` lines; the exit
+/// status once stdin closes.
+async fn run_stdio(
+    dir: &std::path::Path,
+    args: &[&str],
+    requests: Vec<Value>,
+    answers: usize,
+) -> (Vec<Value>, std::process::ExitStatus) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_portico"))
         .arg("stdio")
-        .args(["--server-name", "autonym"])
+        .args(args)
         .arg(dir.join("mappings"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -21,15 +23,10 @@ async fn stdio_serves_the_demo_mappings() {
         .expect("portico stdio starts");
     let mut stdin = child.stdin.take().unwrap();
     let stdout = child.stdout.take().unwrap();
-    let requests = [
-        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"it","version":"1"}}}),
-        json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
-        json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"usp_services_list","arguments":{}}}),
-    ];
     let reader = tokio::task::spawn_blocking(move || {
         BufReader::new(stdout)
             .lines()
-            .take(2)
+            .take(answers)
             .map(|l| serde_json::from_str::<Value>(&l.unwrap()).unwrap())
             .collect::<Vec<_>>()
     });
@@ -39,6 +36,21 @@ async fn stdio_serves_the_demo_mappings() {
     stdin.flush().unwrap();
     let out = reader.await.unwrap();
     drop(stdin);
+    (out, child.wait().unwrap())
+}
+
+#[tokio::test]
+async fn stdio_serves_the_demo_mappings() {
+    let (addr, _task) = portico::demo::backend::spawn("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let dir = portico::demo::write_files(addr, None).unwrap();
+    let requests = [
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"it","version":"1"}}}),
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+        json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"usp_services_list","arguments":{}}}),
+    ];
+    let (out, status) = run_stdio(&dir, &["--server-name", "autonym"], requests.to_vec(), 2).await;
     assert_eq!(out[0]["result"]["protocolVersion"], "2025-11-25");
     assert_eq!(
         out[0]["result"]["serverInfo"]["name"], "autonym",
@@ -54,7 +66,6 @@ async fn stdio_serves_the_demo_mappings() {
             .collect::<Vec<_>>(),
         ["MASSAGE-60", "FACIAL-45", "SAUNA-30"]
     );
-    let status = child.wait().unwrap();
     assert!(status.success(), "portico stdio exits 0 when stdin closes");
 }
 
@@ -156,4 +167,47 @@ async fn stdio_writes_webhook_notifications_to_stdout() {
     assert_eq!(next(&mut lines), None, "one event, one line");
     drop(stdin);
     assert!(child.wait().unwrap().success());
+}
+
+/// Over stdio there are no HTTP headers: credentials ride in `_meta.usp.authorization`.
+#[tokio::test]
+async fn stdio_takes_credentials_from_meta_usp_authorization() {
+    let (addr, _task) = portico::demo::backend::spawn("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let dir = portico::demo::write_files(addr, None).unwrap();
+    portico::demo::secure_files(&dir).unwrap();
+    let get = |id: i64, auth: Value| {
+        let mut usp = json!({"profile": "https://agent.example/p.json"});
+        if !auth.is_null() {
+            usp["authorization"] = auth;
+        }
+        json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"usp_bookings_get",
+               "arguments":{"booking_id":"A-9999","_meta":{"usp": usp}}}})
+    };
+    let key = portico::demo::SECURE_API_KEY;
+    let requests = [
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"it","version":"1"}}}),
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+        get(2, Value::Null),
+        get(3, json!({"mechanism": "api_key", "credential": key})),
+        get(
+            4,
+            json!({"mechanism": "api_key", "credential": "not-the-demo-key-000"}),
+        ),
+    ];
+    let (out, status) = run_stdio(&dir, &[], requests.to_vec(), 4).await;
+    let by_id = |id: i64| out.iter().find(|m| m["id"] == id).unwrap().clone();
+    assert_eq!(by_id(2)["error"]["code"], -32006, "anonymous: {}", by_id(2));
+    assert!(
+        by_id(3)["result"]["structuredContent"].is_object(),
+        "{}",
+        by_id(3)
+    );
+    assert_eq!(by_id(4)["error"]["data"]["code"], "authentication_required");
+    assert!(
+        !by_id(4).to_string().contains("not-the-demo-key"),
+        "never echoed"
+    );
+    assert!(status.success());
 }

@@ -76,6 +76,11 @@ pub const USP_ERRORS: &[ErrorCode] = &[
     ec("signature_expired", -32600, 401),
     ec("digest_mismatch", -32600, 400),
     ec("algorithm_unsupported", -32600, 400),
+    ec("pop_proof_missing", -32600, 401),
+    ec("pop_proof_invalid", -32600, 401),
+    ec("pop_key_mismatch", -32600, 401),
+    ec("pop_proof_replayed", -32600, 401),
+    ec("proof_nonce_required", -32600, 401),
 ];
 
 /// UCP core error codes (overview "Error Codes"): transport/protocol failures are -32000,

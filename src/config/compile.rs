@@ -65,6 +65,14 @@ pub struct Business {
     pub discovery: super::mapping::DiscoverySpec,
     /// Incoming webhook settings, when the mapping declares `webhooks`.
     pub webhooks: Option<Arc<crate::webhook::config::WebhookConfig>>,
+    /// Inbound authentication, when the mapping declares `authorization`.
+    pub auth: Option<Arc<crate::auth::policy::Policy>>,
+    /// Rate limits (`rate_limits`); none by default.
+    pub limits: crate::auth::limit::Limits,
+    /// VRP transport attestations (`vrp`).
+    pub vrp: Option<Arc<crate::vrp::VrpConfig>>,
+    /// RFC 9421 response signatures (`response_signing`).
+    pub response_signing: Option<crate::auth::respsig::ResponseSigning>,
 }
 
 /// What a status means, compiled.
@@ -636,6 +644,37 @@ fn compile_file(
         .ok()
         .map(Arc::new)
     });
+    let auth = spec.authorization.as_ref().and_then(|a| {
+        let tools: Vec<(String, Option<String>)> = spec
+            .tools
+            .keys()
+            .map(|t| (t.clone(), doc.method(t).and_then(|m| m.access.clone())))
+            .collect();
+        crate::auth::policy::compile(a, file, &text, &tools)
+            .map_err(|ds| diags.extend(ds))
+            .ok()
+            .map(Arc::new)
+    });
+    let limits = match &spec.rate_limits {
+        None => Default::default(),
+        Some(r) => crate::auth::limit::compile(r, file, &text).unwrap_or_else(|ds| {
+            diags.extend(ds);
+            Default::default()
+        }),
+    };
+    let vrp = spec.vrp.as_ref().and_then(|v| {
+        let tools: Vec<&String> = spec.tools.keys().collect();
+        crate::vrp::compile(v, file, &text, &tools)
+            .map_err(|ds| diags.extend(ds))
+            .ok()
+            .map(Arc::new)
+    });
+    let response_signing = spec.response_signing.as_ref().and_then(|r| {
+        let tools: Vec<&String> = spec.tools.keys().collect();
+        crate::auth::respsig::compile(r, file, &text, &tools)
+            .map_err(|ds| diags.extend(ds))
+            .ok()
+    });
     let backend = backend?;
     check_discovery(file, &text, &spec.discovery, diags);
     let business = Arc::new(Business {
@@ -645,6 +684,10 @@ fn compile_file(
         backend,
         discovery: spec.discovery.clone(),
         webhooks,
+        auth,
+        limits,
+        vrp,
+        response_signing,
     });
 
     let mut tools = Vec::new();

@@ -42,6 +42,18 @@ pub struct MappingFile {
     /// What `/.well-known/ucp` or `/.well-known/usp` advertises for this business.
     #[serde(default)]
     pub discovery: DiscoverySpec,
+    /// Inbound authentication and access tiers (USP AuthorizationPolicy), see docs/security.md.
+    #[serde(default)]
+    pub authorization: Option<crate::auth::policy::AuthorizationSpec>,
+    /// Token-bucket rate limits per business and per principal, see docs/security.md.
+    #[serde(default)]
+    pub rate_limits: Option<crate::auth::limit::RateLimitsSpec>,
+    /// RFC 9421 response signatures for some tools, see docs/security.md.
+    #[serde(default)]
+    pub response_signing: Option<crate::auth::respsig::ResponseSigningSpec>,
+    /// VRP transport attestations for some tools' results, see docs/security.md.
+    #[serde(default)]
+    pub vrp: Option<crate::vrp::VrpSpec>,
     /// Incoming webhooks from this business (`POST /webhooks/{business}`), see docs/mapping.md.
     #[serde(default)]
     pub webhooks: Option<WebhookSpec>,

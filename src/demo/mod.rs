@@ -66,6 +66,50 @@ pub const FIXTURE_FILES: &[(&str, &str)] = &[
 /// The fixture backend address written in `mappings/conformance.yaml`.
 pub const MAPPED_FIXTURES: &str = "127.0.0.1:9102";
 
+/// `portico demo --secure`: the demo agent's API key (public, like the rest of the demo).
+pub const SECURE_API_KEY: &str = "demo-agent-key-7f3c1a9e4b2d8065";
+
+/// `portico demo --secure`: the profile URI proofs of possession name as `aud`.
+pub const SECURE_AUDIENCE: &str = "https://seaside-spa.example/.well-known/usp";
+
+/// The `authorization:` sections `--secure` adds to the demo mappings (file name -> YAML).
+const SECURE_POLICIES: &[(&str, &str)] = &[
+    (
+        "mappings/demo-spa.yaml",
+        "authorization:
+  privileged_operations_require_authentication: true
+  accepted_mechanisms: [api_key, platform_key_pop, booking_scoped_credential]
+  api_keys:
+    - { name: demo-agent, value: \"demo-agent-key-7f3c1a9e4b2d8065\" }
+  platform_key_pop:
+    audiences: [\"https://seaside-spa.example/.well-known/usp\"]
+  booking_scoped_credential:
+    issue: { usp_bookings_create: /booking/id }
+    ttl: 30d
+",
+    ),
+    (
+        "mappings/demo-hotel.yaml",
+        "authorization:
+  accepted_mechanisms: [api_key]
+  api_keys:
+    - { name: demo-agent, value: \"demo-agent-key-7f3c1a9e4b2d8065\" }
+",
+    ),
+];
+
+/// Adds the `--secure` policies to the demo mappings written in `dir`.
+pub fn secure_files(dir: &std::path::Path) -> std::io::Result<()> {
+    for (name, policy) in SECURE_POLICIES {
+        let path = dir.join(name);
+        let mut text = std::fs::read_to_string(&path)?;
+        text.push('\n');
+        text.push_str(policy);
+        std::fs::write(path, text)?;
+    }
+    Ok(())
+}
+
 /// A running demo.
 pub struct Demo {
     pub gateway: Running,
@@ -76,6 +120,8 @@ pub struct Demo {
     pub dir: PathBuf,
     /// The backend's signed-webhook sender (to portico's `/webhooks/seaside-spa`).
     pub webhook_task: tokio::task::JoinHandle<()>,
+    /// Started with `--secure`.
+    pub secure: bool,
 }
 
 impl Demo {
@@ -100,8 +146,17 @@ impl Demo {
             .as_ref()
             .map(|(a, _)| format!("fixtures: http://{a}\n"))
             .unwrap_or_default();
+        let secure = if self.secure {
+            format!(
+                "secure: privileged tools (bookings) need authentication; public ones (services, availability) do not\n\
+                 auth: send the HTTP header `X-API-Key: {SECURE_API_KEY}` (or `Authorization: Bearer {SECURE_API_KEY}`), and `_meta.usp.profile` in USP arguments\n\
+                 auth: or a usp-pop+jwt proof in `_meta.usp.authorization` (aud {SECURE_AUDIENCE}); usp_bookings_create then returns a booking_scoped_credential\n"
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "mcp: {mcp}\nbackend: {backend}\nwebhooks: {webhooks}\n{admin}{fixtures}example: curl -s {mcp} -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: usp_services_list' -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{{\"name\":\"usp_services_list\",\"arguments\":{{}},\"_meta\":{{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{{}}}}}}}}'\n",
+            "mcp: {mcp}\nbackend: {backend}\nwebhooks: {webhooks}\n{admin}{fixtures}{secure}example: curl -s {mcp} -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: usp_services_list' -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{{\"name\":\"usp_services_list\",\"arguments\":{{}},\"_meta\":{{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{{}}}}}}}}'\n",
             backend = self.backend_url(),
             webhooks = self.webhooks_url(),
             admin = self
@@ -159,6 +214,11 @@ pub async fn start(port: u16) -> Result<Demo, String> {
 /// As `start`; with `fixtures`, also the conformance fixture backend on `port + 2`, served
 /// through `mappings/conformance.yaml`.
 pub async fn start_with(port: u16, fixtures: bool) -> Result<Demo, String> {
+    start_opts(port, fixtures, false).await
+}
+
+/// As `start_with`; with `secure`, privileged tools need authentication (see `SECURE_POLICIES`).
+pub async fn start_opts(port: u16, fixtures: bool, secure: bool) -> Result<Demo, String> {
     let next = |n: u16| -> Result<u16, String> {
         if port == 0 {
             Ok(0)
@@ -191,6 +251,9 @@ pub async fn start_with(port: u16, fixtures: bool) -> Result<Demo, String> {
     let backend_task = tokio::spawn(backend::Backend::new().with_outbox(outbox).serve(listener));
     let dir = write_files(backend_addr, fixtures.as_ref().map(|(a, _)| *a))
         .map_err(|e| format!("cannot write the demo files: {e}"))?;
+    if secure {
+        secure_files(&dir).map_err(|e| format!("cannot write the demo files: {e}"))?;
+    }
     let gateway = config::load(&[dir.join("mappings")]).map_err(|ds| {
         ds.iter()
             .map(ToString::to_string)
@@ -238,5 +301,6 @@ pub async fn start_with(port: u16, fixtures: bool) -> Result<Demo, String> {
         fixtures,
         dir,
         webhook_task,
+        secure,
     })
 }

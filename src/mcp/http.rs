@@ -186,6 +186,42 @@ fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
     r
 }
 
+/// Adds RFC 9421 response-signature headers over the JSON body `json_response` sent.
+fn sign_response(
+    r: &mut Response<Body>,
+    status: StatusCode,
+    body: &Value,
+    key: &crate::webhook::keys::SigningKey,
+) {
+    let ct = r
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json")
+        .to_string();
+    if ct != "application/json" {
+        return; // an SSE frame is not the signed body
+    }
+    let created = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let bytes = json_bytes(body);
+    if let Some((digest, input, sig)) =
+        crate::auth::respsig::sign(status.as_u16(), &ct, &bytes, key, created)
+    {
+        for (name, value) in [
+            ("content-digest", digest),
+            ("signature-input", input),
+            ("signature", sig),
+        ] {
+            if let Ok(v) = HeaderValue::from_str(&value) {
+                r.headers_mut().insert(name, v);
+            }
+        }
+    }
+}
+
 fn rpc_error(
     status: StatusCode,
     id: &Value,
@@ -364,7 +400,11 @@ impl Server {
             return r;
         }
         match *req.method() {
-            Method::POST => self.post(req).await,
+            Method::POST => {
+                // The request's HTTP credentials reach `forward` (auth) without transport types.
+                let creds = crate::auth::transport::HttpCredentials::from_headers(req.headers());
+                crate::auth::transport::scope(creds, self.post(req)).await
+            }
             Method::GET => self.get(req).await,
             Method::DELETE => self.delete(req).await,
             _ => {
@@ -708,6 +748,21 @@ impl Server {
             && let Ok(v) = HeaderValue::from_str(&value)
         {
             r.headers_mut().insert(name, v);
+        }
+        if status == StatusCode::UNAUTHORIZED {
+            r.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        if let Some(key) = crate::auth::transport::response_signer() {
+            sign_response(&mut r, status, &body, &key);
+        }
+        if let (StatusCode::TOO_MANY_REQUESTS, Some(secs)) = (
+            status,
+            body.pointer("/error/data/retry_after")
+                .and_then(Value::as_u64),
+        ) {
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         r
     }
@@ -1148,11 +1203,8 @@ fn problem_response(status: Option<u16>, problem: &Value) -> Response<Body> {
         let code = problem
             .get("code")
             .and_then(Value::as_str)
-            .filter(|c| c.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
-            .unwrap_or("invalid_token");
-        if let Ok(v) =
-            HeaderValue::from_str(&format!("DPoP error=\"{code}\", Bearer error=\"{code}\""))
-        {
+            .filter(|c| c.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'));
+        if let Ok(v) = HeaderValue::from_str(&crate::auth::challenge(code)) {
             h.insert(header::WWW_AUTHENTICATE, v);
         }
     }
@@ -1198,7 +1250,7 @@ impl Server {
             notify::Notifier::none()
         };
         let core = self.core.clone();
-        let work = async move {
+        let work = crate::auth::transport::carry(async move {
             let call = handler::handle_with(&core, &era, "tools/call", params, &notifier);
             let answer = match report.cancel {
                 Some((_registration, cancel)) => tokio::select! {
@@ -1209,7 +1261,7 @@ impl Server {
             };
             drop(notifier);
             answer
-        };
+        });
         if !stream {
             // Same framing (and binding HTTP status) as every other answer.
             let answer = work.await.unwrap_or_else(|| Answer::Error {

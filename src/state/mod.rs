@@ -5,6 +5,7 @@
 //! accepted webhook events, their dedupe keys and the sequence counter (`events`), and 2025-era
 //! session records (`sessions`). Without `--state`, every kind stays in process memory.
 
+pub mod auth;
 pub mod deliveries;
 pub mod events;
 pub mod idempotency;

@@ -193,6 +193,15 @@ impl SigningKey {
         })
     }
 
+    /// Reads a private JWK file; the error names the file, never key material.
+    pub fn read(path: &std::path::Path) -> Result<SigningKey, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+        let jwk: Value = serde_json::from_str(&text)
+            .map_err(|e| format!("`{}` is not a JSON JWK: {e}", path.display()))?;
+        SigningKey::from_jwk(&jwk).map_err(|e| e.to_string())
+    }
+
     /// Reads a private JWK (`d` plus the public members).
     pub fn from_jwk(jwk: &Value) -> Result<SigningKey, KeyError> {
         let public = VerifyingKey::from_jwk(jwk)?.ok_or_else(|| KeyError::Bad {

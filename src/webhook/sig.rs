@@ -174,13 +174,8 @@ pub struct Signed {
     pub signature: String,
 }
 
-/// Signs `components` of `req` with `key`, `created` (Unix seconds) and `keyid`; adds `alg`.
-pub fn sign(
-    req: &RequestParts<'_>,
-    components: &[&str],
-    key: &SigningKey,
-    created: i64,
-) -> Result<Signed, SigError> {
+/// The `@signature-params` inner list: `components` with `created`, `keyid` and `alg`.
+pub fn params_line(components: &[&str], key: &SigningKey, created: i64) -> String {
     let items: Vec<Item> = components
         .iter()
         .map(|c| Item {
@@ -193,7 +188,17 @@ pub fn sign(
         ("keyid".into(), Bare::String(key.kid.clone())),
         ("alg".into(), Bare::String(key.alg.name().into())),
     ];
-    let line = sfv::write_inner_list(&items, &params);
+    sfv::write_inner_list(&items, &params)
+}
+
+/// Signs `components` of `req` with `key`, `created` (Unix seconds) and `keyid`; adds `alg`.
+pub fn sign(
+    req: &RequestParts<'_>,
+    components: &[&str],
+    key: &SigningKey,
+    created: i64,
+) -> Result<Signed, SigError> {
+    let line = params_line(components, key, created);
     let names: Vec<String> = components.iter().map(|c| (*c).to_string()).collect();
     let base = signature_base(req, &names, &line)?;
     let sig = key.sign(base.as_bytes())?;

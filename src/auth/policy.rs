@@ -1,0 +1,721 @@
+//! A business's `authorization:` section (USP's AuthorizationPolicy plus how portico verifies
+//! each mechanism): the YAML shape and its compiled form. It never panics on user input (every
+//! problem becomes a `Diagnostic`) and never prints a secret, in `Debug` or in a diagnostic.
+
+use super::fetch::{self, Limits};
+use super::jws::{JwsAlg, JwtKey};
+use crate::config::diag::{Diagnostic, locate_yaml};
+use indexmap::IndexMap;
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::fmt;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The mapping file's `authorization:` section.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthorizationSpec {
+    /// USP's flag: false only for sandboxes (privileged calls then pass unauthenticated).
+    #[serde(default = "yes")]
+    pub privileged_operations_require_authentication: bool,
+    /// Mechanisms accepted, USP names: `api_key`, `oauth2_bearer`, `platform_key_pop`,
+    /// `booking_scoped_credential`.
+    pub accepted_mechanisms: Vec<String>,
+    /// `api_key`: the keys, each naming the principal it authenticates.
+    #[serde(default)]
+    pub api_keys: Vec<ApiKeySpec>,
+    /// `oauth2_bearer`: how JWT access tokens are checked.
+    #[serde(default)]
+    pub oauth2_bearer: Option<OAuthSpec>,
+    /// `platform_key_pop`: audiences and nonce policy.
+    #[serde(default)]
+    pub platform_key_pop: Option<PopSpec>,
+    /// `booking_scoped_credential`: which tools issue one and how long it lives.
+    #[serde(default)]
+    pub booking_scoped_credential: Option<CredentialSpec>,
+    /// Tool -> access tier (`public`, `privileged_platform`, `privileged_scoped`), over the
+    /// OpenRPC's `x-usp-access`; tools with neither are `privileged_platform`.
+    #[serde(default)]
+    pub tools: IndexMap<String, String>,
+    /// Tools only a business principal may call (default: `usp_bookings_confirm`).
+    #[serde(default)]
+    pub business_only: Option<Vec<String>>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApiKeySpec {
+    /// The principal's name (logged; the value never is).
+    pub name: String,
+    /// The key; use `${ENV_VAR}`.
+    pub value: String,
+    /// May call business-only tools.
+    #[serde(default)]
+    pub business: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OAuthSpec {
+    /// JWK Set file (relative to the mapping file).
+    #[serde(default)]
+    pub jwks: Option<String>,
+    /// JWK Set URL (https), fetched with caching and limits.
+    #[serde(default)]
+    pub jwks_url: Option<String>,
+    /// Required `iss`.
+    pub issuer: String,
+    /// Required `aud` member.
+    pub audience: String,
+    /// Accepted algorithms (default `ES256`, `EdDSA`, `RS256`).
+    #[serde(default)]
+    pub algorithms: Vec<String>,
+    /// Clock skew allowed for `exp` / `nbf` / `iat` (default `60s`).
+    #[serde(default)]
+    pub leeway: Option<String>,
+    /// Scope value (in `scope`) that makes a token's principal a business principal.
+    #[serde(default)]
+    pub business_scope: Option<String>,
+    /// Hosts the JWKS URL may reach over plain http or at a private address (tests: 127.0.0.1).
+    #[serde(default)]
+    pub allow_hosts: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PopSpec {
+    /// Profile URIs this business publishes; a proof's `aud` must be one of them.
+    pub audiences: Vec<String>,
+    /// Require a challenged nonce in every proof.
+    #[serde(default)]
+    pub require_nonce: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CredentialSpec {
+    /// Tool -> JSON pointer into its `structuredContent` giving the created resource's id.
+    pub issue: IndexMap<String, String>,
+    /// Lifetime (`90d`, `12h`); default 30 days.
+    #[serde(default)]
+    pub ttl: Option<String>,
+    /// Tools a credential authorizes on its resource (default: every `privileged_scoped` tool of
+    /// the business but the business-only ones).
+    #[serde(default)]
+    pub scope: Vec<String>,
+    /// Arguments naming the addressed resource (default `booking_id`, `entry_id`, `hold_id`).
+    #[serde(default)]
+    pub resource_args: Vec<String>,
+}
+
+/// Access tier of a tool (`x-usp-access`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tier {
+    Public,
+    Platform,
+    Scoped,
+}
+
+impl Tier {
+    pub fn parse(s: &str) -> Option<Tier> {
+        match s {
+            "public" => Some(Tier::Public),
+            "privileged_platform" => Some(Tier::Platform),
+            "privileged_scoped" => Some(Tier::Scoped),
+            _ => None,
+        }
+    }
+}
+
+/// Mechanisms portico implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mechanism {
+    ApiKey,
+    OAuth2Bearer,
+    PlatformKeyPop,
+    BookingScopedCredential,
+}
+
+impl Mechanism {
+    pub fn parse(s: &str) -> Option<Mechanism> {
+        match s {
+            "api_key" => Some(Mechanism::ApiKey),
+            "oauth2_bearer" => Some(Mechanism::OAuth2Bearer),
+            "platform_key_pop" => Some(Mechanism::PlatformKeyPop),
+            "booking_scoped_credential" => Some(Mechanism::BookingScopedCredential),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mechanism::ApiKey => "api_key",
+            Mechanism::OAuth2Bearer => "oauth2_bearer",
+            Mechanism::PlatformKeyPop => "platform_key_pop",
+            Mechanism::BookingScopedCredential => "booking_scoped_credential",
+        }
+    }
+}
+
+/// One API key.
+pub struct ApiKey {
+    pub name: String,
+    pub value: Vec<u8>,
+    pub business: bool,
+}
+
+/// Where JWT verification keys come from.
+pub enum Jwks {
+    Static(Vec<JwtKey>),
+    Url {
+        url: String,
+        limits: Limits,
+        cache: Mutex<Option<(Instant, std::sync::Arc<Vec<JwtKey>>)>>,
+        /// Serialises refreshes so concurrent misses fetch once.
+        refresh: tokio::sync::Mutex<()>,
+    },
+}
+
+/// How long fetched keys are used before a refetch; an unknown `kid` refetches sooner.
+pub const JWKS_TTL: Duration = Duration::from_secs(300);
+/// Least time between two refetches caused by unknown `kid`s.
+pub const JWKS_MIN_REFRESH: Duration = Duration::from_secs(10);
+
+impl Jwks {
+    /// The keys; `force` refetches (an unknown `kid`) unless a fetch happened very recently.
+    pub async fn keys(&self, force: bool) -> Result<std::sync::Arc<Vec<JwtKey>>, String> {
+        let Jwks::Url {
+            url,
+            limits,
+            cache,
+            refresh,
+        } = self
+        else {
+            let Jwks::Static(k) = self else {
+                return Err("no keys".into());
+            };
+            return Ok(std::sync::Arc::new(k.clone()));
+        };
+        let fresh = |min_age: Duration| {
+            cache
+                .lock()
+                .ok()
+                .and_then(|c| c.clone())
+                .filter(|(at, _)| at.elapsed() < min_age)
+                .map(|(_, k)| k)
+        };
+        let want = if force { JWKS_MIN_REFRESH } else { JWKS_TTL };
+        if let Some(k) = fresh(want) {
+            return Ok(k);
+        }
+        let _one = refresh.lock().await;
+        if let Some(k) = fresh(want) {
+            return Ok(k);
+        }
+        let body = fetch::get(url, limits)
+            .await
+            .map_err(|e| format!("JWKS fetch failed: {e}"))?;
+        let doc: Value =
+            serde_json::from_slice(&body).map_err(|_| "the JWKS is not JSON".to_string())?;
+        let keys = std::sync::Arc::new(JwtKey::from_jwks(&doc)?);
+        if let Ok(mut c) = cache.lock() {
+            *c = Some((Instant::now(), keys.clone()));
+        }
+        Ok(keys)
+    }
+}
+
+pub struct OAuth {
+    pub jwks: Jwks,
+    pub issuer: String,
+    pub audience: String,
+    pub algorithms: Vec<JwsAlg>,
+    pub leeway: i64,
+    pub business_scope: Option<String>,
+}
+
+pub struct Pop {
+    pub audiences: Vec<String>,
+    pub require_nonce: bool,
+}
+
+pub struct Credentials {
+    pub issue: HashMap<String, String>,
+    pub ttl: Duration,
+    pub scope: Vec<String>,
+    pub resource_args: Vec<String>,
+}
+
+/// A business's compiled policy.
+pub struct Policy {
+    pub require: bool,
+    pub mechanisms: Vec<Mechanism>,
+    pub api_keys: Vec<ApiKey>,
+    pub oauth: Option<OAuth>,
+    pub pop: Option<Pop>,
+    pub credentials: Option<Credentials>,
+    pub tiers: HashMap<String, Tier>,
+    pub business_only: Vec<String>,
+}
+
+impl fmt::Debug for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Policy")
+            .field("require", &self.require)
+            .field("mechanisms", &self.mechanisms)
+            .field(
+                "api_keys",
+                &self.api_keys.iter().map(|k| &k.name).collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl Policy {
+    pub fn accepts(&self, m: Mechanism) -> bool {
+        self.mechanisms.contains(&m)
+    }
+
+    /// The tier of `tool`: the mapping's override, the OpenRPC's `x-usp-access`, else
+    /// privileged (fail closed).
+    pub fn tier(&self, tool: &str, access: Option<&str>) -> Tier {
+        self.tiers
+            .get(tool)
+            .copied()
+            .or_else(|| access.and_then(Tier::parse))
+            .unwrap_or(Tier::Platform)
+    }
+
+    /// The AuthorizationPolicy object published in the discovery profile.
+    pub fn published(&self) -> Value {
+        serde_json::json!({
+            "privileged_operations_require_authentication": self.require,
+            "accepted_mechanisms": self.mechanisms.iter().map(|m| m.name()).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// `90d`, `12h`, `30m`, `45s`.
+pub fn long_duration(s: &str) -> Option<Duration> {
+    let s = s.trim();
+    let (n, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit())?);
+    let n: u64 = n.parse().ok()?;
+    let secs = match unit {
+        "d" => n.checked_mul(86_400)?,
+        "h" => n.checked_mul(3_600)?,
+        "m" => n.checked_mul(60)?,
+        "s" => n,
+        _ => return None,
+    };
+    (secs > 0).then(|| Duration::from_secs(secs))
+}
+
+/// Compiles `spec` (the `authorization:` section of `file`, YAML `text`).
+pub fn compile(
+    spec: &AuthorizationSpec,
+    file: &Path,
+    text: &str,
+    tools: &[(String, Option<String>)],
+) -> Result<Policy, Vec<Diagnostic>> {
+    let mut diags = Vec::new();
+    let err = |path: &[&str], msg: String, hint: &str| {
+        let mut full = vec!["authorization"];
+        full.extend_from_slice(path);
+        Diagnostic::error(file, msg)
+            .line(locate_yaml(text, &full))
+            .at(full.join("."))
+            .hint(hint.to_string())
+    };
+    let mut mechanisms = Vec::new();
+    for name in &spec.accepted_mechanisms {
+        match Mechanism::parse(name) {
+            Some(m) => mechanisms.push(m),
+            None if matches!(name.as_str(), "http_message_signature" | "mtls") => diags.push(err(
+                &["accepted_mechanisms"],
+                format!("mechanism `{name}` is not implemented by portico yet"),
+                "use api_key, oauth2_bearer, platform_key_pop or booking_scoped_credential",
+            )),
+            // USP §10.1.6: an unrecognised mechanism is ignored, never treated as accepted.
+            None => diags.push(
+                Diagnostic::warning(file, format!("unknown mechanism `{name}` is ignored"))
+                    .line(locate_yaml(text, &["authorization", "accepted_mechanisms"]))
+                    .at("authorization.accepted_mechanisms"),
+            ),
+        }
+    }
+    if mechanisms.is_empty() {
+        diags.push(err(
+            &["accepted_mechanisms"],
+            "no mechanism portico implements is accepted".into(),
+            "list at least one of api_key, oauth2_bearer, platform_key_pop, booking_scoped_credential",
+        ));
+    }
+    let mut api_keys = Vec::new();
+    for (i, k) in spec.api_keys.iter().enumerate() {
+        match crate::config::compile::substitute_env(&k.value) {
+            Ok(v) if v.len() >= 16 => api_keys.push(ApiKey {
+                name: k.name.clone(),
+                value: v.into_bytes(),
+                business: k.business,
+            }),
+            Ok(_) => diags.push(err(
+                &["api_keys"],
+                format!("api key `{}` is shorter than 16 characters", k.name),
+                "use a long random value, e.g. from `openssl rand -hex 24`",
+            )),
+            Err(e) => diags.push(err(
+                &["api_keys"],
+                format!("api key `{}`: {e}", k.name),
+                "set the variable, or write the value with ${NAME}",
+            )),
+        }
+        if i > 0 && spec.api_keys[..i].iter().any(|o| o.name == k.name) {
+            diags.push(err(
+                &["api_keys"],
+                format!("api key name `{}` is used twice", k.name),
+                "each key names one principal",
+            ));
+        }
+    }
+    if mechanisms.contains(&Mechanism::ApiKey) && spec.api_keys.is_empty() {
+        diags.push(err(
+            &["accepted_mechanisms"],
+            "`api_key` is accepted but no `api_keys` are configured".into(),
+            "add `api_keys: [{name: ..., value: \"${KEY}\"}]`",
+        ));
+    }
+    let dir = file.parent().unwrap_or(Path::new("."));
+    let oauth = match (
+        &spec.oauth2_bearer,
+        mechanisms.contains(&Mechanism::OAuth2Bearer),
+    ) {
+        (None, true) => {
+            diags.push(err(
+                &["accepted_mechanisms"],
+                "`oauth2_bearer` is accepted but has no `oauth2_bearer:` settings".into(),
+                "add issuer, audience and jwks (file) or jwks_url",
+            ));
+            None
+        }
+        (None, false) => None,
+        (Some(o), _) => compile_oauth(o, dir, &err, &mut diags),
+    };
+    let pop = match (
+        &spec.platform_key_pop,
+        mechanisms.contains(&Mechanism::PlatformKeyPop),
+    ) {
+        (Some(p), _) if p.audiences.is_empty() => {
+            diags.push(err(
+                &["platform_key_pop", "audiences"],
+                "`audiences` is empty".into(),
+                "list the profile URIs this business publishes (e.g. https://host/.well-known/usp)",
+            ));
+            None
+        }
+        (Some(p), _) => Some(Pop {
+            audiences: p.audiences.clone(),
+            require_nonce: p.require_nonce,
+        }),
+        (None, true) => {
+            diags.push(err(
+                &["accepted_mechanisms"],
+                "`platform_key_pop` is accepted but has no `platform_key_pop.audiences`".into(),
+                "list the profile URIs this business publishes",
+            ));
+            None
+        }
+        (None, false) => None,
+    };
+    let credentials = spec.booking_scoped_credential.as_ref().and_then(|c| {
+        let ttl = match c.ttl.as_deref() {
+            None => Some(Duration::from_secs(30 * 86_400)),
+            Some(t) => long_duration(t),
+        };
+        let Some(ttl) = ttl else {
+            diags.push(err(
+                &["booking_scoped_credential", "ttl"],
+                "`ttl` is not a duration".into(),
+                "write e.g. `90d`, `12h` or `30m`",
+            ));
+            return None;
+        };
+        for (tool, pointer) in &c.issue {
+            if !tools.iter().any(|(t, _)| t == tool) {
+                diags.push(err(
+                    &["booking_scoped_credential", "issue", tool],
+                    format!("`{tool}` is not a tool of this mapping"),
+                    "name a tool under `tools:`",
+                ));
+            }
+            if !pointer.starts_with('/') {
+                diags.push(err(
+                    &["booking_scoped_credential", "issue", tool],
+                    format!("`{pointer}` is not a JSON pointer"),
+                    "point into structuredContent, e.g. `/booking/id`",
+                ));
+            }
+        }
+        Some(Credentials {
+            issue: c
+                .issue
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            ttl,
+            scope: if c.scope.is_empty() {
+                tools
+                    .iter()
+                    .filter(|(t, access)| {
+                        let tier = spec.tools.get(t).map(String::as_str).or(access.as_deref());
+                        tier == Some("privileged_scoped")
+                    })
+                    .map(|(t, _)| t.clone())
+                    .collect()
+            } else {
+                c.scope.clone()
+            },
+            resource_args: if c.resource_args.is_empty() {
+                vec!["booking_id".into(), "entry_id".into(), "hold_id".into()]
+            } else {
+                c.resource_args.clone()
+            },
+        })
+    });
+    if mechanisms.contains(&Mechanism::BookingScopedCredential) && credentials.is_none() {
+        diags.push(err(
+            &["accepted_mechanisms"],
+            "`booking_scoped_credential` is accepted but nothing issues one".into(),
+            "add `booking_scoped_credential: {issue: {usp_bookings_create: /booking/id}}`",
+        ));
+    }
+    let mut tiers = HashMap::new();
+    for (tool, tier) in &spec.tools {
+        match Tier::parse(tier) {
+            Some(t) => {
+                tiers.insert(tool.clone(), t);
+            }
+            None => diags.push(err(
+                &["tools", tool],
+                format!("unknown access tier `{tier}`"),
+                "use public, privileged_platform or privileged_scoped",
+            )),
+        }
+    }
+    if diags.iter().any(Diagnostic::is_error) {
+        return Err(diags);
+    }
+    for d in diags {
+        tracing::warn!("{d}");
+    }
+    Ok(Policy {
+        require: spec.privileged_operations_require_authentication,
+        mechanisms,
+        api_keys,
+        oauth,
+        pop,
+        credentials,
+        tiers,
+        business_only: spec
+            .business_only
+            .clone()
+            .unwrap_or_else(|| vec!["usp_bookings_confirm".into()]),
+    })
+}
+
+fn compile_oauth(
+    o: &OAuthSpec,
+    dir: &Path,
+    err: &dyn Fn(&[&str], String, &str) -> Diagnostic,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<OAuth> {
+    let mut algorithms = Vec::new();
+    for a in &o.algorithms {
+        match JwsAlg::parse(a) {
+            Some(x) => algorithms.push(x),
+            None => diags.push(err(
+                &["oauth2_bearer", "algorithms"],
+                format!("algorithm `{a}` is not supported"),
+                "use ES256, EdDSA or RS256 (`none` is never accepted)",
+            )),
+        }
+    }
+    if algorithms.is_empty() {
+        algorithms = vec![JwsAlg::Es256, JwsAlg::EdDsa, JwsAlg::Rs256];
+    }
+    let leeway = match o.leeway.as_deref() {
+        None => 60,
+        Some(l) => match long_duration(l) {
+            Some(d) => d.as_secs() as i64,
+            None => {
+                diags.push(err(
+                    &["oauth2_bearer", "leeway"],
+                    "`leeway` is not a duration".into(),
+                    "write e.g. `30s`",
+                ));
+                60
+            }
+        },
+    };
+    let jwks = match (&o.jwks, &o.jwks_url) {
+        (Some(f), None) => {
+            let path = dir.join(f);
+            let read = std::fs::read_to_string(&path)
+                .map_err(|e| format!("cannot read `{}`: {e}", path.display()))
+                .and_then(|t| serde_json::from_str::<Value>(&t).map_err(|e| e.to_string()))
+                .and_then(|doc| JwtKey::from_jwks(&doc));
+            match read {
+                Ok(k) if !k.is_empty() => Jwks::Static(k),
+                Ok(_) => {
+                    diags.push(err(
+                        &["oauth2_bearer", "jwks"],
+                        "the JWKS holds no usable key".into(),
+                        "keys must be EC P-256, OKP Ed25519 or RSA (2048+ bits) public JWKs",
+                    ));
+                    return None;
+                }
+                Err(e) => {
+                    diags.push(err(
+                        &["oauth2_bearer", "jwks"],
+                        e,
+                        "the path is relative to the mapping file",
+                    ));
+                    return None;
+                }
+            }
+        }
+        (None, Some(u)) => {
+            let parsed = url::Url::parse(u).ok();
+            let host_allowed = parsed
+                .as_ref()
+                .and_then(|p| p.host_str().map(str::to_string))
+                .is_some_and(|h| o.allow_hosts.contains(&h));
+            if !parsed.is_some_and(|p| p.scheme() == "https" || host_allowed) {
+                diags.push(err(
+                    &["oauth2_bearer", "jwks_url"],
+                    "`jwks_url` must be an https URL".into(),
+                    "plain http is allowed only for a host listed in `allow_hosts`",
+                ));
+                return None;
+            }
+            Jwks::Url {
+                url: u.clone(),
+                limits: Limits {
+                    allow_hosts: o.allow_hosts.clone(),
+                    ..Limits::default()
+                },
+                cache: Mutex::new(None),
+                refresh: tokio::sync::Mutex::new(()),
+            }
+        }
+        _ => {
+            diags.push(err(
+                &["oauth2_bearer"],
+                "give exactly one of `jwks` (file) and `jwks_url`".into(),
+                "the issuer's JWK Set verifies the tokens",
+            ));
+            return None;
+        }
+    };
+    Some(OAuth {
+        jwks,
+        issuer: o.issuer.clone(),
+        audience: o.audience.clone(),
+        algorithms,
+        leeway,
+        business_scope: o.business_scope.clone(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(yaml: &str) -> Result<Policy, Vec<Diagnostic>> {
+        let spec: AuthorizationSpec = serde_saphyr::from_str(yaml).unwrap();
+        let text = format!(
+            "authorization:\n{}",
+            yaml.lines().map(|l| format!("  {l}\n")).collect::<String>()
+        );
+        let tools = vec![
+            (
+                "usp_bookings_create".to_string(),
+                Some("privileged_platform".to_string()),
+            ),
+            (
+                "usp_bookings_get".to_string(),
+                Some("privileged_scoped".to_string()),
+            ),
+            (
+                "usp_bookings_confirm".to_string(),
+                Some("privileged_scoped".to_string()),
+            ),
+        ];
+        compile(&spec, Path::new("m.yaml"), &text, &tools)
+    }
+
+    fn messages(r: Result<Policy, Vec<Diagnostic>>) -> String {
+        r.err()
+            .map(|ds| {
+                ds.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn every_mistake_is_a_diagnostic_without_the_secret() {
+        let m = messages(load(
+            "accepted_mechanisms: [api_key]\napi_keys:\n  - { name: a, value: short-secret }\n",
+        ));
+        assert!(
+            m.contains("shorter than 16") && !m.contains("short-secret"),
+            "{m}"
+        );
+        assert!(messages(load("accepted_mechanisms: [mtls]\n")).contains("not implemented"));
+        assert!(
+            messages(load("accepted_mechanisms: [magic]\n"))
+                .contains("no mechanism portico implements")
+        );
+        assert!(
+            messages(load("accepted_mechanisms: [oauth2_bearer]\n"))
+                .contains("no `oauth2_bearer:` settings")
+        );
+        assert!(messages(load("accepted_mechanisms: [platform_key_pop]\n")).contains("audiences"));
+        let m = messages(load(
+            "accepted_mechanisms: [oauth2_bearer]\noauth2_bearer: { jwks_url: http://idp.example/j, issuer: i, audience: a }\n",
+        ));
+        assert!(m.contains("must be an https URL"), "{m}");
+        let m = messages(load(
+            "accepted_mechanisms: [booking_scoped_credential]\nbooking_scoped_credential: { issue: { nope: /x }, ttl: soon }\n",
+        ));
+        assert!(m.contains("`ttl` is not a duration"), "{m}");
+        assert!(messages(load("accepted_mechanisms: [api_key]\napi_keys: [{name: a, value: 0123456789abcdef}]\ntools: { x: secret }\n")).contains("unknown access tier"));
+    }
+
+    #[test]
+    fn defaults_scope_and_tiers() {
+        let p = load("accepted_mechanisms: [platform_key_pop, booking_scoped_credential]\nplatform_key_pop: { audiences: [https://b/.well-known/usp] }\nbooking_scoped_credential: { issue: { usp_bookings_create: /booking/id } }\n").unwrap();
+        assert!(p.require);
+        let c = p.credentials.as_ref().unwrap();
+        assert_eq!(c.scope, ["usp_bookings_get", "usp_bookings_confirm"]);
+        assert_eq!(c.ttl, Duration::from_secs(30 * 86_400));
+        assert_eq!(p.business_only, ["usp_bookings_confirm"]);
+        assert_eq!(p.tier("anything", None), Tier::Platform, "fail closed");
+        assert_eq!(p.tier("t", Some("public")), Tier::Public);
+        let keyed = load("accepted_mechanisms: [api_key]\napi_keys: [{name: front, value: 0123456789abcdef-secret}]\n").unwrap();
+        let shown = format!("{keyed:?}");
+        assert!(
+            shown.contains("front") && !shown.contains("secret"),
+            "{shown}"
+        );
+    }
+}
