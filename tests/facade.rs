@@ -426,3 +426,186 @@ async fn bad_rest_input_is_refused_before_any_call() {
     // None of these reached the upstream server.
     assert_eq!(seen.connections.load(Ordering::SeqCst), 0);
 }
+
+/// `../shared/upstream/<rel>` from the crate root, read in place; fails loudly when missing.
+fn upstream_file(rel: &str) -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/upstream")
+        .join(rel);
+    assert!(p.exists(), "upstream file {} is missing", p.display());
+    p
+}
+
+#[test]
+fn usp_facade_reproduces_every_row_of_the_usp_mapping_table() {
+    let spec = std::fs::read_to_string(upstream_file("usp/specification.md")).unwrap();
+    // §9.2.1: | `POST /services/list` | `usp_services_list` | ... |
+    let section = &spec[spec.find("#### 9.2.1 Method Mapping").expect("§9.2.1")..];
+    let section = &section[..section.find("#### 9.2.2").expect("§9.2.2")];
+    let rows: Vec<(String, String, String)> = section
+        .lines()
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            let op = cells.get(1)?.strip_prefix('`')?.strip_suffix('`')?;
+            let tool = cells.get(2)?.strip_prefix('`')?.strip_suffix('`')?;
+            let (method, path) = op.split_once(' ')?;
+            Some((method.to_string(), path.to_string(), tool.to_string()))
+        })
+        .collect();
+    assert_eq!(rows.len(), 27, "the table has 27 rows");
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("mappings/usp-facade.yaml");
+    let f = facade::config::load(&file).unwrap_or_else(|d| panic!("{d:?}"));
+    assert_eq!(f.routes.len(), 27, "one route per row, nothing else");
+    for (method, path, tool) in &rows {
+        let found = f
+            .routes
+            .iter()
+            .find(|r| r.method.as_str() == method && r.template.to_string() == *path);
+        let r = found.unwrap_or_else(|| panic!("no route for {method} {path}"));
+        assert_eq!(&r.tool, tool, "{method} {path}");
+    }
+    // Success statuses come from the OpenAPI document.
+    let status = |m: &str, p: &str| {
+        f.routes
+            .iter()
+            .find(|r| r.method.as_str() == m && r.template.to_string() == p)
+            .map(|r| r.status)
+    };
+    assert_eq!(status("POST", "/bookings"), Some(201));
+    assert_eq!(status("DELETE", "/registry/businesses/{id}"), Some(204));
+    assert_eq!(status("GET", "/bookings/{booking_id}"), Some(200));
+}
+
+/// The derived USP facade (mappings/usp-facade.yaml, its documents read in place) in front of
+/// `mcp_url`.
+async fn usp_facade_on(mcp_url: &str) -> Running {
+    let dir = workdir("usp");
+    let file = dir.join("usp-facade.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "facade: usp\nbinding: usp\nupstream:\n  url: {mcp_url}\nderive:\n  openrpc: {}\n  openapi: {}\n  pair: \"Maps to {{method}} {{path}}.\"\n",
+            upstream_file("usp/openrpc/usp-mcp.json").display(),
+            upstream_file("usp/openapi/usp-rest.json").display()
+        ),
+    )
+    .unwrap();
+    let f = facade::config::load(&file).unwrap_or_else(|d| panic!("{d:?}"));
+    facade::http::start(f, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn rest_through_the_facade_equals_the_forward_path_alone() {
+    let demo = portico::demo::start(0).await.expect("demo starts");
+    let mcp = demo.mcp_url();
+    let f = usp_facade_on(&mcp).await;
+    let c = reqwest::Client::new();
+    let profile = "https://agent.example/profiles/scheduling-agent.json";
+    let meta = json!({"usp": {"profile": profile}});
+    let agent = format!("profile=\"{profile}\"");
+    let forward = |name: &'static str, args: Value| {
+        let c = c.clone();
+        let mcp = mcp.clone();
+        async move {
+            let a = common::call(&c, &mcp, name, args).await;
+            assert_eq!(a.status, 200, "{}", a.text);
+            a.sc().clone()
+        }
+    };
+    // Catalog and availability: same structuredContent, as the REST body.
+    let (status, _, body) = rest(
+        c.post(format!("{}/services/list", f.url()))
+            .header("USP-Agent", &agent)
+            .json(&json!({})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body,
+        forward("usp_services_list", json!({"_meta": meta})).await
+    );
+    let (status, _, body) = rest(
+        c.get(format!("{}/services/MASSAGE-60", f.url()))
+            .header("USP-Agent", &agent),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body,
+        forward(
+            "usp_services_get",
+            json!({"service_id": "MASSAGE-60", "_meta": meta})
+        )
+        .await
+    );
+    let query =
+        json!({"service_id": "MASSAGE-60", "start_date": "2026-12-01", "end_date": "2026-12-02"});
+    let (status, _, body) = rest(
+        c.post(format!("{}/availability/query", f.url()))
+            .header("USP-Agent", &agent)
+            .json(&query),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let mut args = query.clone();
+    args["_meta"] = meta.clone();
+    assert_eq!(body, forward("usp_availability_query", args).await);
+    // A booking: 201 (the OpenAPI's status), then read back both ways.
+    let booking = json!({"service_id": "MASSAGE-60", "slot_id": "MASSAGE-60@2026-12-01T09:00",
+        "buyer": {"first_name": "Alice", "last_name": "Example", "email": "alice@example.com"}});
+    let (status, _, body) = rest(
+        c.post(format!("{}/bookings", f.url()))
+            .header("USP-Agent", &agent)
+            .header("Idempotency-Key", "2f1c7a0e-0b1a-4c39-9d51-6f0a6d0c1b11")
+            .json(&booking),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let id = body["booking"]["id"]
+        .as_str()
+        .expect("booking id")
+        .to_string();
+    let (status, _, body) = rest(
+        c.get(format!("{}/bookings/{id}", f.url()))
+            .header("USP-Agent", &agent),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body,
+        forward("usp_bookings_get", json!({"booking_id": id, "_meta": meta})).await
+    );
+    // The same slot again: a business outcome, 200 with messages[].
+    let (status, _, body) = rest(
+        c.post(format!("{}/bookings", f.url()))
+            .header("USP-Agent", &agent)
+            .header("Idempotency-Key", "9b2d4c1e-3f5a-4e6b-8c7d-0e1f2a3b4c5d")
+            .json(&booking),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["messages"][0]["code"], "slot_unavailable");
+    // A route whose tool the demo does not serve: a problem, and the facade keeps serving.
+    let (status, h, body) = rest(
+        c.post(format!("{}/waitlist/list", f.url()))
+            .header("USP-Agent", &agent)
+            .json(&json!({})),
+    )
+    .await;
+    assert_eq!(h["content-type"], "application/problem+json", "{body}");
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["detail"], "Unknown tool: usp_waitlist_list");
+    assert!(
+        body.get("code").is_none(),
+        "-32602 alone names no USP code: {body}"
+    );
+    let (status, _, _) = rest(
+        c.get(format!("{}/services/MASSAGE-60", f.url()))
+            .header("USP-Agent", &agent),
+    )
+    .await;
+    assert_eq!(status, 200);
+    demo.stop().await;
+}

@@ -181,11 +181,17 @@ impl Binding {
             .and_then(|s| self.error_code(s))
             .filter(|row| row.rpc == code);
         let row = named.or_else(|| self.errors().iter().copied().find(|r| r.rpc == code));
+        // MCP answers an unknown tool or bad arguments with JSON-RPC's generic -32602, which
+        // USP's table gives to `invalid_profile_url`: without `data.code` it names no code
+        // (still a 400).
+        let generic =
+            named.is_none() && code == -32602 && row.is_some_and(|r| r.slug != "invalid_params");
         let detail = data
             .and_then(|d| d.get("content"))
             .and_then(Value::as_str)
             .unwrap_or(message);
         let mut f = match row {
+            Some(row) if generic => Failure::new(kind_for(row.http), detail),
             Some(row) => Failure::new(kind_for(row.http), detail).with_code(row.slug),
             // A code outside the binding's table (MCP's own -32601, -32020, -32022...): the
             // exchange between portico and the server went wrong, not the caller's request.
@@ -321,6 +327,10 @@ mod tests {
         let f = usp().failure_of_rpc(-32600, "x", Some(&data), None);
         assert_eq!(usp().failure_status(&f), 409);
         assert_eq!(usp().problem(&f, 409)["detail"], "reused");
+        let f = usp().failure_of_rpc(-32603, "boom", None, None);
+        assert_eq!(usp().failure_status(&f), 500);
+        let f = usp().failure_of_rpc(-32602, "Unknown tool: x", None, None);
+        assert_eq!((usp().failure_status(&f), f.code), (400, None));
         let f = usp().failure_of_rpc(-32020, "header mismatch", None, None);
         assert_eq!(usp().failure_status(&f), 502);
     }
