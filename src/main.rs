@@ -114,6 +114,17 @@ enum Command {
         #[arg(long)]
         fixtures: bool,
     },
+    /// Serve a REST facade in front of an MCP server (the reverse path), from a facade mapping.
+    Facade {
+        /// The facade mapping file (`facade:` at its top; see docs/mapping.md).
+        mapping: PathBuf,
+        /// Address of the REST listener.
+        #[arg(long, default_value = "127.0.0.1:8090", env = "PORTICO_FACADE_LISTEN")]
+        listen: SocketAddr,
+        /// Log line format on stderr.
+        #[arg(long, value_enum, default_value_t = LogFormat::Json, env = "PORTICO_LOG_FORMAT")]
+        log_format: LogFormat,
+    },
     /// Run only the demo's legacy booking API (for `portico serve mappings/` and benchmarks).
     DemoBackend {
         /// Port of the legacy API (the demo mappings expect 9101).
@@ -426,6 +437,34 @@ async fn main() -> ExitCode {
                 }
                 Err(e) => {
                     eprintln!("cannot listen on {addr}: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Facade {
+            mapping,
+            listen,
+            log_format,
+        } => {
+            init_logging_as(log_format);
+            let facade = match portico::facade::config::load(&mapping) {
+                Ok(f) => f,
+                Err(ds) => {
+                    for d in ds {
+                        eprintln!("{d}");
+                    }
+                    return ExitCode::FAILURE;
+                }
+            };
+            match portico::facade::http::start(facade, listen).await {
+                Ok(running) => {
+                    println!("facade: {}", running.url());
+                    wait_for_signal().await;
+                    let _ = running.stop().await;
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("cannot listen on {listen}: {e}");
                     ExitCode::FAILURE
                 }
             }

@@ -609,3 +609,29 @@ async fn rest_through_the_facade_equals_the_forward_path_alone() {
     assert_eq!(status, 200);
     demo.stop().await;
 }
+
+#[tokio::test]
+async fn the_demo_serves_a_facade_in_front_of_its_own_mcp_endpoint() {
+    let demo = portico::demo::start(0).await.expect("demo starts");
+    let banner = demo.banner();
+    let url = banner
+        .lines()
+        .find_map(|l| l.strip_prefix("facade: "))
+        .expect("the banner names the facade")
+        .to_string();
+    let c = reqwest::Client::new();
+    let (status, _, body) = rest(c.get(format!("{url}/services/MASSAGE-60"))).await;
+    assert_eq!(status, 200, "{body}");
+    let forward = common::call(
+        &c,
+        &demo.mcp_url(),
+        "usp_services_get",
+        json!({"service_id": "MASSAGE-60"}),
+    )
+    .await;
+    assert_eq!(&body, forward.sc());
+    // A route the demo facade does not have.
+    let (status, _, _) = rest(c.post(format!("{url}/waitlist")).json(&json!({}))).await;
+    assert_eq!(status, 404);
+    demo.stop().await;
+}
