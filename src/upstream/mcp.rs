@@ -223,6 +223,11 @@ impl McpUpstream {
             return Ok(era);
         }
         let era = self.negotiate().await?;
+        let version = match &era {
+            Era::Modern => MODERN,
+            Era::Legacy { version, .. } => version.as_str(),
+        };
+        tracing::info!(url = %self.opts.url, version, "upstream MCP server: protocol version chosen");
         self.set_era(Some(era.clone()));
         Ok(era)
     }
