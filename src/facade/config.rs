@@ -288,3 +288,22 @@ fn compile(file: &Path, text: &str, spec: FacadeFile) -> Result<Facade, Vec<Diag
 pub fn is_facade_file(path: &Path) -> bool {
     std::fs::read_to_string(path).is_ok_and(|t| is_facade_text(&t))
 }
+
+/// The facade mappings directly inside `folder` (`*.yaml` / `*.yml`), sorted; none if it is
+/// not a folder.
+pub fn in_folder(folder: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(folder) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|f| {
+            matches!(
+                f.extension().and_then(|e| e.to_str()),
+                Some("yaml") | Some("yml")
+            ) && is_facade_file(f)
+        })
+        .collect();
+    out.sort();
+    out
+}
