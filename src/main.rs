@@ -125,6 +125,11 @@ enum Command {
         #[arg(long, value_enum, default_value_t = LogFormat::Json, env = "PORTICO_LOG_FORMAT")]
         log_format: LogFormat,
     },
+    /// Print the OpenAPI 3.1 document of a facade mapping (what its `GET /openapi.json` serves).
+    Openapi {
+        /// The facade mapping file.
+        mapping: PathBuf,
+    },
     /// Run only the demo's legacy booking API (for `portico serve mappings/` and benchmarks).
     DemoBackend {
         /// Port of the legacy API (the demo mappings expect 9101).
@@ -469,6 +474,24 @@ async fn main() -> ExitCode {
                 }
             }
         }
+        Command::Openapi { mapping } => match portico::facade::config::load(&mapping) {
+            Ok(f) => match serde_json::to_string_pretty(&*f.openapi) {
+                Ok(text) => {
+                    println!("{text}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("cannot serialise the document: {e}");
+                    ExitCode::FAILURE
+                }
+            },
+            Err(ds) => {
+                for d in ds {
+                    eprintln!("{d}");
+                }
+                ExitCode::FAILURE
+            }
+        },
         Command::Demo { port, fixtures } => {
             init_logging();
             let demo = match portico::demo::start_with(port, fixtures).await {

@@ -481,15 +481,13 @@ fn usp_facade_reproduces_every_row_of_the_usp_mapping_table() {
 async fn usp_facade_on(mcp_url: &str) -> Running {
     let dir = workdir("usp");
     let file = dir.join("usp-facade.yaml");
-    std::fs::write(
-        &file,
-        format!(
-            "facade: usp\nbinding: usp\nupstream:\n  url: {mcp_url}\nderive:\n  openrpc: {}\n  openapi: {}\n  pair: \"Maps to {{method}} {{path}}.\"\n",
-            upstream_file("usp/openrpc/usp-mcp.json").display(),
-            upstream_file("usp/openapi/usp-rest.json").display()
-        ),
-    )
-    .unwrap();
+    let shipped = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("mappings/usp-facade.yaml");
+    let upstream_dir = upstream_file("usp").parent().unwrap().to_path_buf();
+    let text = std::fs::read_to_string(shipped)
+        .unwrap()
+        .replace("http://127.0.0.1:9100/mcp", mcp_url)
+        .replace("../../shared/upstream", &upstream_dir.display().to_string());
+    std::fs::write(&file, text).unwrap();
     let f = facade::config::load(&file).unwrap_or_else(|d| panic!("{d:?}"));
     facade::http::start(f, "127.0.0.1:0".parse().unwrap())
         .await
@@ -526,6 +524,10 @@ async fn rest_through_the_facade_equals_the_forward_path_alone() {
         body,
         forward("usp_services_list", json!({"_meta": meta})).await
     );
+    // The facade's own OpenAPI document, which every answer below must conform to.
+    let (status, _, doc) = rest(c.get(format!("{}/openapi.json", f.url()))).await;
+    assert_eq!(status, 200);
+    conforms(&doc, "post", "/services/list", 200, &body);
     let (status, _, body) = rest(
         c.get(format!("{}/services/MASSAGE-60", f.url()))
             .header("USP-Agent", &agent),
@@ -540,6 +542,7 @@ async fn rest_through_the_facade_equals_the_forward_path_alone() {
         )
         .await
     );
+    conforms(&doc, "get", "/services/{service_id}", 200, &body);
     let query =
         json!({"service_id": "MASSAGE-60", "start_date": "2026-12-01", "end_date": "2026-12-02"});
     let (status, _, body) = rest(
@@ -552,6 +555,7 @@ async fn rest_through_the_facade_equals_the_forward_path_alone() {
     let mut args = query.clone();
     args["_meta"] = meta.clone();
     assert_eq!(body, forward("usp_availability_query", args).await);
+    conforms(&doc, "post", "/availability/query", 200, &body);
     // A booking: 201 (the OpenAPI's status), then read back both ways.
     let booking = json!({"service_id": "MASSAGE-60", "slot_id": "MASSAGE-60@2026-12-01T09:00",
         "buyer": {"first_name": "Alice", "last_name": "Example", "email": "alice@example.com"}});
@@ -563,6 +567,7 @@ async fn rest_through_the_facade_equals_the_forward_path_alone() {
     )
     .await;
     assert_eq!(status, 201, "{body}");
+    conforms(&doc, "post", "/bookings", 201, &body);
     let id = body["booking"]["id"]
         .as_str()
         .expect("booking id")
@@ -577,6 +582,7 @@ async fn rest_through_the_facade_equals_the_forward_path_alone() {
         body,
         forward("usp_bookings_get", json!({"booking_id": id, "_meta": meta})).await
     );
+    conforms(&doc, "get", "/bookings/{booking_id}", 200, &body);
     // The same slot again: a business outcome, 200 with messages[].
     let (status, _, body) = rest(
         c.post(format!("{}/bookings", f.url()))
@@ -587,6 +593,7 @@ async fn rest_through_the_facade_equals_the_forward_path_alone() {
     .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["messages"][0]["code"], "slot_unavailable");
+    conforms(&doc, "post", "/bookings", 200, &body);
     // A route whose tool the demo does not serve: a problem, and the facade keeps serving.
     let (status, h, body) = rest(
         c.post(format!("{}/waitlist/list", f.url()))
@@ -597,6 +604,7 @@ async fn rest_through_the_facade_equals_the_forward_path_alone() {
     assert_eq!(h["content-type"], "application/problem+json", "{body}");
     assert_eq!(status, 400, "{body}");
     assert_eq!(body["detail"], "Unknown tool: usp_waitlist_list");
+    conforms(&doc, "post", "/waitlist/list", 400, &body);
     assert!(
         body.get("code").is_none(),
         "-32602 alone names no USP code: {body}"
@@ -634,4 +642,97 @@ async fn the_demo_serves_a_facade_in_front_of_its_own_mcp_endpoint() {
     let (status, _, _) = rest(c.post(format!("{url}/waitlist")).json(&json!({}))).await;
     assert_eq!(status, 404);
     demo.stop().await;
+}
+
+/// Checks `body` against the generated document's schema for `method path` answered `status`
+/// (the exact status, else `4XX` / `5XX`), with the document's components in scope.
+fn conforms(doc: &Value, method: &str, path: &str, status: u16, body: &Value) {
+    let responses = &doc["paths"][path][method]["responses"];
+    let range = format!("{}XX", status / 100);
+    let response = responses
+        .get(status.to_string())
+        .or_else(|| responses.get(&range))
+        .unwrap_or_else(|| panic!("{method} {path} documents no {status}"));
+    let content = response["content"].as_object().expect("a documented body");
+    let (_, media) = content.iter().next().expect("one media type");
+    let mut root = media["schema"].clone();
+    root["components"] = doc["components"].clone();
+    let v = jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .build(&root)
+        .unwrap_or_else(|e| panic!("{method} {path} {status}: schema does not compile: {e}"));
+    let errors: Vec<String> = v
+        .iter_errors(body)
+        .take(3)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{method} {path} {status}: {errors:?}\n{body}"
+    );
+}
+
+/// Every `$ref` in `v` points inside `doc`.
+fn refs_resolve(doc: &Value, v: &Value) {
+    match v {
+        Value::Object(m) => {
+            if let Some(Value::String(r)) = m.get("$ref") {
+                let ptr = r
+                    .strip_prefix('#')
+                    .unwrap_or_else(|| panic!("external $ref {r}"));
+                assert!(doc.pointer(ptr).is_some(), "dangling $ref {r}");
+            }
+            m.values().for_each(|x| refs_resolve(doc, x));
+        }
+        Value::Array(a) => a.iter().for_each(|x| refs_resolve(doc, x)),
+        _ => {}
+    }
+}
+
+#[test]
+fn the_generated_openapi_describes_every_derived_route_self_contained() {
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("mappings/usp-facade.yaml");
+    let f = facade::config::load(&file).unwrap_or_else(|d| panic!("{d:?}"));
+    let doc = &*f.openapi;
+    assert_eq!(doc["openapi"], "3.1.0");
+    for r in &f.routes {
+        let op = &doc["paths"][r.template.to_string()][r.method.as_str().to_ascii_lowercase()];
+        assert_eq!(
+            op["operationId"],
+            r.tool.as_str(),
+            "{} {}",
+            r.method,
+            r.template
+        );
+        assert!(op["responses"].get(r.status.to_string()).is_some());
+        assert!(op["responses"].get("4XX").is_some() && op["responses"].get("5XX").is_some());
+    }
+    let operations: usize = doc["paths"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|p| p.as_object().unwrap().len())
+        .sum();
+    assert_eq!(operations, 27);
+    // Self-contained: every reference resolves inside the document, every schema compiles.
+    refs_resolve(doc, doc);
+    for name in doc["components"]["schemas"].as_object().unwrap().keys() {
+        let root = json!({"$ref": format!("#/components/schemas/{name}"), "components": doc["components"]});
+        jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .build(&root)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    // The request body comes from the OpenRPC's by-name params: path ids and `_meta` left out.
+    let body = &doc["paths"]["/bookings/{booking_id}/cancel"]["post"]["requestBody"]["content"]["application/json"]
+        ["schema"];
+    assert!(body["properties"].get("reason").is_some(), "{body}");
+    assert!(body["properties"].get("booking_id").is_none());
+    assert!(body["properties"].get("_meta").is_none());
+    let create = &doc["paths"]["/bookings"]["post"]["requestBody"];
+    assert_eq!(create["required"], true);
+    assert_eq!(
+        create["content"]["application/json"]["schema"]["required"],
+        json!(["service_id", "slot_id", "buyer"])
+    );
 }

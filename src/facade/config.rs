@@ -93,6 +93,10 @@ pub struct DeriveSpec {
     /// they win over `pair`.
     #[serde(default)]
     pub pairs: IndexMap<String, String>,
+    /// Absolute JSON Schema `$id` (or prefix ending in `/`) -> local file or folder, for the
+    /// OpenRPC's external references (as in business mappings).
+    #[serde(default)]
+    pub schema_ids: IndexMap<String, String>,
 }
 
 /// Is this YAML text a facade mapping (a top-level `facade:` key)?
@@ -187,11 +191,13 @@ fn compile(file: &Path, text: &str, spec: FacadeFile) -> Result<Facade, Vec<Diag
     let base = file.parent().unwrap_or(Path::new("."));
     let mut routes: Vec<Route> = Vec::new();
     let mut sources: Vec<PathBuf> = vec![file.to_path_buf()];
+    let mut components = serde_json::Map::new();
     if let Some(d) = &spec.derive {
         match derive::routes(base, d) {
-            Ok((derived, files)) => {
-                routes.extend(derived);
-                sources.extend(files);
+            Ok(derived) => {
+                routes.extend(derived.routes);
+                sources.extend(derived.files);
+                components = derived.components;
             }
             Err(msgs) => {
                 for m in msgs {
@@ -244,6 +250,7 @@ fn compile(file: &Path, text: &str, spec: FacadeFile) -> Result<Facade, Vec<Diag
             status,
             body,
             query: IndexMap::new(),
+            doc: None,
         });
     }
     if routes.is_empty() && diags.is_empty() {
@@ -273,6 +280,13 @@ fn compile(file: &Path, text: &str, spec: FacadeFile) -> Result<Facade, Vec<Diag
         max_response_bytes: spec.upstream.max_response_bytes.unwrap_or(4 << 20),
     })
     .map_err(|m| vec![Diagnostic::error(file, m)])?;
+    let openapi = Arc::new(super::openapi::document(
+        &spec.facade,
+        &binding,
+        &routes,
+        components,
+        tool_error_status,
+    ));
     Ok(Facade {
         name: spec.facade,
         binding,
@@ -281,6 +295,7 @@ fn compile(file: &Path, text: &str, spec: FacadeFile) -> Result<Facade, Vec<Diag
         tool_error_status,
         max_body_bytes: spec.max_body_bytes.unwrap_or(1 << 20),
         sources,
+        openapi,
     })
 }
 

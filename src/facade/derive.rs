@@ -4,9 +4,11 @@
 
 use super::Body;
 use super::config::DeriveSpec;
-use super::route::{QueryType, Route, Template};
+use super::route::{QueryType, Route, RouteDoc, Segment, Template};
+use crate::config::openrpc;
+use crate::config::schema::{Bundler, Sources};
 use indexmap::IndexMap;
-use serde_json::Value;
+use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
 
 const METHODS: &[&str] = &["get", "put", "post", "delete", "patch"];
@@ -53,8 +55,16 @@ fn query_type(schema: Option<&Value>) -> QueryType {
     }
 }
 
-/// The routes the two documents pair into, and the files read.
-pub fn routes(base: &Path, spec: &DeriveSpec) -> Result<(Vec<Route>, Vec<PathBuf>), Vec<String>> {
+/// What derivation produced: routes (with their schemas), the shared schema table
+/// (`components.schemas` of the generated OpenAPI) and the files read.
+pub struct Derived {
+    pub routes: Vec<Route>,
+    pub components: Map<String, Value>,
+    pub files: Vec<PathBuf>,
+}
+
+/// The routes the two documents pair into.
+pub fn routes(base: &Path, spec: &DeriveSpec) -> Result<Derived, Vec<String>> {
     let (rpc, rpc_path) = read_json(base, &spec.openrpc).map_err(|e| vec![e])?;
     let (api, api_path) = read_json(base, &spec.openapi).map_err(|e| vec![e])?;
     let methods: Vec<&Value> = rpc
@@ -183,13 +193,131 @@ pub fn routes(base: &Path, spec: &DeriveSpec) -> Result<(Vec<Route>, Vec<PathBuf
             status,
             body: Body::Flatten,
             query,
+            doc: None,
         });
     }
-    if errors.is_empty() {
-        Ok((out, vec![rpc_path, api_path]))
-    } else {
-        Err(errors)
+    if !errors.is_empty() {
+        return Err(errors);
     }
+    let mut sources = Sources::default();
+    for (id, local) in &spec.schema_ids {
+        sources.map_id(id, base.join(local));
+    }
+    let components = schemas(&rpc_path, &mut sources, &mut out)?;
+    let mut files = vec![rpc_path, api_path];
+    files.extend(sources.local_files());
+    Ok(Derived {
+        routes: out,
+        components,
+        files,
+    })
+}
+
+/// Rewrites `#/$defs/K` references to `#/components/schemas/K`.
+fn to_components(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            if let Some(Value::String(r)) = m.get_mut("$ref")
+                && let Some(k) = r.strip_prefix("#/$defs/")
+            {
+                *r = format!("#/components/schemas/{k}");
+            }
+            m.values_mut().for_each(to_components);
+        }
+        Value::Array(a) => a.iter_mut().for_each(to_components),
+        _ => {}
+    }
+}
+
+/// Bundles each route's request body (the method's by-name params that are neither path nor
+/// query parameters, nor `_meta`) and its result (`structuredContent` when the result schema
+/// describes the whole tool result) with one shared definitions table.
+fn schemas(
+    rpc_path: &Path,
+    sources: &mut Sources,
+    routes: &mut [Route],
+) -> Result<Map<String, Value>, Vec<String>> {
+    let doc = openrpc::load(rpc_path, sources)
+        .map_err(|ds| ds.iter().map(ToString::to_string).collect::<Vec<_>>())?;
+    let mut bundler = Bundler::new(sources);
+    let mut docs = Vec::new();
+    for r in routes.iter() {
+        let Some(m) = doc.method(&r.tool) else {
+            docs.push(Value::Null);
+            continue;
+        };
+        let in_path = |n: &str| {
+            r.template
+                .segments
+                .iter()
+                .any(|s| matches!(s, Segment::Param(p) if p == n))
+        };
+        let mut props = Map::new();
+        let mut required = Vec::new();
+        for p in &m.params {
+            if p.name == "_meta" || in_path(&p.name) || r.query.contains_key(&p.name) {
+                continue;
+            }
+            let mut schema = bundler.add(&p.schema, &doc.uri, &p.pointer);
+            if let (Some(d), Value::Object(o)) = (&p.description, &mut schema) {
+                o.entry("description")
+                    .or_insert_with(|| Value::String(d.clone()));
+            }
+            props.insert(p.name.clone(), schema);
+            if p.required {
+                required.push(Value::String(p.name.clone()));
+            }
+        }
+        let result =
+            m.result.as_ref().map(
+                |(s, ptr)| match s.pointer("/properties/structuredContent") {
+                    Some(sc) => {
+                        bundler.add(sc, &doc.uri, &format!("{ptr}/properties/structuredContent"))
+                    }
+                    None => bundler.add(s, &doc.uri, ptr),
+                },
+            );
+        docs.push(json!({
+            "summary": m.summary,
+            "description": m.description,
+            "body": { "type": "object", "properties": props, "required": required },
+            "result": result.unwrap_or_else(|| json!({ "type": "object" })),
+        }));
+    }
+    let (mut bundled, unresolved) = bundler.finish(json!({ "routes": docs }));
+    if !unresolved.is_empty() {
+        return Err(unresolved
+            .into_iter()
+            .map(|u| {
+                format!(
+                    "unresolvable `$ref: {}` in {} at {} ({}); map its id to a local file with `derive.schema_ids`",
+                    u.reference, u.document, u.pointer, u.reason
+                )
+            })
+            .collect());
+    }
+    to_components(&mut bundled);
+    let components = match bundled.get_mut("$defs").map(Value::take) {
+        Some(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    if let Some(Value::Array(docs)) = bundled.get_mut("routes").map(Value::take) {
+        for (r, d) in routes.iter_mut().zip(docs) {
+            if d.is_null() {
+                continue;
+            }
+            r.doc = Some(RouteDoc {
+                summary: d.get("summary").and_then(Value::as_str).map(str::to_string),
+                description: d
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                body: d.get("body").cloned().unwrap_or(Value::Null),
+                result: d.get("result").cloned().unwrap_or(Value::Null),
+            });
+        }
+    }
+    Ok(components)
 }
 
 #[cfg(test)]

@@ -114,6 +114,17 @@ pub async fn handle(facade: &Facade, req: hyper::Request<Incoming>) -> Response<
     };
     let (route, params) = match route::find(&facade.routes, req.method(), &parts) {
         Found::Route(r, p) => (r, p),
+        // The facade's own OpenAPI document, unless a route claims the path.
+        Found::NotFound
+            if req.method() == http::Method::GET && req.uri().path() == "/openapi.json" =>
+        {
+            return to_response(Answer {
+                status: 200,
+                problem: false,
+                retry_after: None,
+                body: Some((*facade.openapi).clone()),
+            });
+        }
         Found::NotFound => {
             return problem(facade, 404, format!("no route for {}", req.uri().path()));
         }

@@ -5,11 +5,13 @@
 //! - [`config`]: facade mapping files, compiled into a [`Facade`];
 //! - [`derive`]: routes paired from an OpenRPC and an OpenAPI document;
 //! - [`route`]: path templates and matching;
+//! - [`openapi`]: the OpenAPI 3.1 document of the facade;
 //! - [`http`]: the listener.
 
 pub mod config;
 pub mod derive;
 pub mod http;
+pub mod openapi;
 pub mod route;
 
 use crate::binding::Binding;
@@ -41,6 +43,8 @@ pub struct Facade {
     pub max_body_bytes: usize,
     /// The files the facade was compiled from.
     pub sources: Vec<PathBuf>,
+    /// The generated OpenAPI 3.1 document (`GET /openapi.json`).
+    pub openapi: Arc<Value>,
 }
 
 /// What the facade answers: status, extra headers, JSON body (problem+json for failures).

@@ -3,6 +3,7 @@
 
 use super::Body;
 use indexmap::IndexMap;
+use serde_json::Value;
 use std::fmt;
 
 /// One path segment of a template.
@@ -39,6 +40,20 @@ pub struct Route {
     pub body: Body,
     /// Known query parameters and their types; unknown ones are passed as strings.
     pub query: IndexMap<String, QueryType>,
+    /// What the generated OpenAPI says about the route (derived routes).
+    pub doc: Option<RouteDoc>,
+}
+
+/// The documentation of a derived route, from its OpenRPC method; schemas refer to
+/// `#/components/schemas/…`.
+#[derive(Debug, Clone)]
+pub struct RouteDoc {
+    pub summary: Option<String>,
+    pub description: Option<String>,
+    /// The request body (object of the by-name params that are not path or query parameters).
+    pub body: Value,
+    /// The success body (`structuredContent`).
+    pub result: Value,
 }
 
 impl Template {
@@ -180,6 +195,7 @@ mod tests {
             status: 200,
             body: Body::Flatten,
             query: IndexMap::new(),
+            doc: None,
         }
     }
 
