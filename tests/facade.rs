@@ -609,6 +609,14 @@ async fn rest_through_the_facade_equals_the_forward_path_alone() {
         body.get("code").is_none(),
         "-32602 alone names no USP code: {body}"
     );
+    // Query parameters take the OpenAPI's types: a wrong one is refused before any call.
+    let (status, _, body) = rest(c.get(format!("{}/services/feed?limit=ten", f.url()))).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(
+        body["detail"],
+        "the query parameter `limit` must be an integer"
+    );
+    conforms(&doc, "get", "/services/feed", 400, &body);
     let (status, _, _) = rest(
         c.get(format!("{}/services/MASSAGE-60", f.url()))
             .header("USP-Agent", &agent),

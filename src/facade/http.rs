@@ -93,8 +93,15 @@ fn arguments(
             .get(k.as_ref())
             .copied()
             .unwrap_or(QueryType::String);
-        let value = convert(&v, t)
-            .ok_or_else(|| format!("the query parameter `{k}` must be a {t:?}").to_lowercase())?;
+        let value = convert(&v, t).ok_or_else(|| {
+            let what = match t {
+                QueryType::String => "string",
+                QueryType::Integer => "an integer",
+                QueryType::Number => "a number",
+                QueryType::Boolean => "`true` or `false`",
+            };
+            format!("the query parameter `{k}` must be {what}")
+        })?;
         args.insert(k.into_owned(), value);
     }
     for (k, v) in params {
