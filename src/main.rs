@@ -475,16 +475,22 @@ async fn main() -> ExitCode {
             }
         }
         Command::Openapi { mapping } => match portico::facade::config::load(&mapping) {
-            Ok(f) => match serde_json::to_string_pretty(&*f.openapi) {
-                Ok(text) => {
-                    println!("{text}");
-                    ExitCode::SUCCESS
+            Ok(f) => {
+                use std::io::Write;
+                let mut out = std::io::stdout().lock();
+                // A closed pipe (`| head`) is an ordinary end, not a panic.
+                match serde_json::to_writer_pretty(&mut out, &*f.openapi)
+                    .map_err(std::io::Error::from)
+                    .and_then(|()| writeln!(out))
+                {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+                    Err(e) => {
+                        eprintln!("cannot write the document: {e}");
+                        ExitCode::FAILURE
+                    }
                 }
-                Err(e) => {
-                    eprintln!("cannot serialise the document: {e}");
-                    ExitCode::FAILURE
-                }
-            },
+            }
             Err(ds) => {
                 for d in ds {
                     eprintln!("{d}");

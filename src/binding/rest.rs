@@ -16,10 +16,13 @@ fn invalid(m: impl Into<String>) -> Failure {
 fn text_header(h: &HeaderMap, name: &str) -> Result<Option<String>, Failure> {
     match h.get(name) {
         None => Ok(None),
-        Some(v) => v
-            .to_str()
-            .map(|s| Some(s.trim().to_string()))
-            .map_err(|_| invalid(format!("the `{name}` header must be visible ASCII"))),
+        Some(v) => match v.to_str().map(str::trim) {
+            Ok("") => Err(invalid(format!("the `{name}` header must not be empty"))),
+            Ok(s) => Ok(Some(s.to_string())),
+            Err(_) => Err(invalid(format!(
+                "the `{name}` header must be visible ASCII"
+            ))),
+        },
     }
 }
 
@@ -293,6 +296,10 @@ mod tests {
             Value::Object(args),
             json!({"_meta": {"usp": {"profile": "https://agent.example/p.json", "idempotency_key": "k-1", "correlation_id": "c-9", "if_match": "r7"}}})
         );
+        // An empty value is refused, not sent on.
+        h.insert("idempotency-key", "".parse().unwrap());
+        assert!(usp().meta_from_headers(&h).is_err());
+        h.insert("idempotency-key", "k-1".parse().unwrap());
         // A plain URL is not a dictionary member.
         h.insert("usp-agent", "https://agent.example/p.json".parse().unwrap());
         let e = usp().meta_from_headers(&h).unwrap_err();

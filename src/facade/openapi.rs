@@ -23,26 +23,34 @@ fn problem_schema() -> Value {
 }
 
 fn header(name: &str, description: &str) -> Value {
-    json!({"name": name, "in": "header", "required": false, "schema": {"type": "string"}, "description": description})
+    header_with(name, description, json!({"type": "string", "minLength": 1}))
+}
+
+fn header_with(name: &str, description: &str, schema: Value) -> Value {
+    json!({"name": name, "in": "header", "required": false, "schema": schema, "description": description})
+}
+
+/// The agent header's documented form: an RFC 8941 dictionary whose `profile` is an https URL
+/// string (the facade also accepts other members, and http on loopback).
+fn agent_header(name: &str, target: &str) -> Value {
+    header_with(
+        name,
+        &format!("RFC 8941 dictionary, `profile=\"https://…\"` -> {target}."),
+        json!({"type": "string", "pattern": r#"^profile="https://[a-z0-9]+(\.[a-z0-9]+)*(/[A-Za-z0-9._~-]+)*"$"#}),
+    )
 }
 
 /// The request headers the binding turns into metadata.
 fn headers(binding: &Binding) -> Vec<Value> {
     match binding.kind {
         Kind::Usp => vec![
-            header(
-                "USP-Agent",
-                "RFC 8941 dictionary, `profile=\"https://…\"` -> `_meta.usp.profile`.",
-            ),
+            agent_header("USP-Agent", "`_meta.usp.profile`"),
             header("Idempotency-Key", "-> `_meta.usp.idempotency_key`."),
             header("USP-Correlation-Id", "-> `_meta.usp.correlation_id`."),
             header("If-Match", "-> `_meta.usp.if_match`."),
         ],
         Kind::Ucp => vec![
-            header(
-                "UCP-Agent",
-                "RFC 8941 dictionary, `profile=\"https://…\"` -> `meta[\"ucp-agent\"].profile`.",
-            ),
+            agent_header("UCP-Agent", "`meta[\"ucp-agent\"].profile`"),
             header("Idempotency-Key", "-> `meta[\"idempotency-key\"]`."),
         ],
         Kind::Plain | Kind::Autonym => Vec::new(),
@@ -108,16 +116,22 @@ fn operation(binding: &Binding, r: &Route, tool_error_status: u16) -> Value {
         .as_ref()
         .map(|d| d.result.clone())
         .unwrap_or_else(|| json!({}));
+    // Business outcomes are 200 answers too: the binding's own schema for them.
+    let business = binding.business_schema();
     let success = if r.status == 204 {
         json!({"description": "Done (no body)."})
     } else {
-        json!({"description": "The tool's structured result.", "content": {"application/json": {"schema": result}}})
+        let schema = match (&business, r.status) {
+            (Some(b), 200) => json!({"anyOf": [result, b]}),
+            _ => result,
+        };
+        json!({"description": "The tool's structured result.", "content": {"application/json": {"schema": schema}}})
     };
     responses.insert(r.status.to_string(), success);
-    if r.status != 200 && matches!(binding.kind, Kind::Usp | Kind::Ucp) {
+    if let (Some(b), false) = (business, r.status == 200) {
         responses.insert(
             "200".into(),
-            json!({"description": "A business outcome: processed, with `messages[]`.", "content": {"application/json": {"schema": {"type": "object", "required": ["messages"], "properties": {"messages": {"type": "array"}}}}}}),
+            json!({"description": "A business outcome: processed, with `messages[]`.", "content": {"application/json": {"schema": b}}}),
         );
     }
     let problem = |d: &str| json!({"description": d, "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/ProblemDetails"}}}});
