@@ -32,6 +32,8 @@ struct Seen {
     cancelled_now: Notify,
     /// Requests refused because they were 2026-07-28 (legacy-only mode).
     refused_modern: AtomicUsize,
+    /// `Authorization` values seen, per `Mcp-Method` (absent: "-").
+    authorization: std::sync::Mutex<Vec<(String, String)>>,
 }
 
 #[derive(Clone)]
@@ -139,6 +141,16 @@ async fn rmcp_server(
                     let inner = inner.clone();
                     let seen = seen.clone();
                     async move {
+                        let header = |n: &str| {
+                            req.headers()
+                                .get(n)
+                                .and_then(|v| v.to_str().ok())
+                                .unwrap_or("-")
+                                .to_string()
+                        };
+                        if let Ok(mut log) = seen.authorization.lock() {
+                            log.push((header("mcp-method"), header("authorization")));
+                        }
                         let modern = req
                             .headers()
                             .get("mcp-protocol-version")
@@ -743,4 +755,63 @@ fn the_generated_openapi_describes_every_derived_route_self_contained() {
         create["content"]["application/json"]["schema"]["required"],
         json!(["service_id", "slot_id", "buyer"])
     );
+}
+
+#[tokio::test]
+async fn configured_headers_are_forwarded_on_tool_calls_only() {
+    let seen = Arc::new(Seen::default());
+    let (addr, _task) = rmcp_server("127.0.0.1:0".parse().unwrap(), false, seen.clone()).await;
+    let (f, _) = facade_on(&format!("http://{addr}/mcp"), "").await;
+    let c = reqwest::Client::new();
+    // Without `forward_headers`, nothing is passed on.
+    let (status, _, _) = rest(
+        c.get(format!("{}/echo/1", f.url()))
+            .header("Authorization", "Bearer t-1"),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(
+        seen.authorization
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|(_, a)| a == "-")
+    );
+    // With it, the tools/call carries the caller's header; discovery does not.
+    let dir = workdir("fwd");
+    let file = dir.join("f.yaml");
+    let mapping = |headers: &str| {
+        format!(
+            "facade: fwd\nbinding: plain\nupstream:\n  url: http://{addr}/mcp\n  forward_headers: [{headers}]\nroutes:\n  GET /echo/{{id}}: echo\n"
+        )
+    };
+    std::fs::write(&file, mapping("Authorization")).unwrap();
+    let g = facade::http::start(
+        facade::config::load(&file).unwrap(),
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .unwrap();
+    seen.authorization.lock().unwrap().clear();
+    let (status, _, body) = rest(
+        c.get(format!("{}/echo/2", g.url()))
+            .header("Authorization", "Bearer t-2"),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let log = seen.authorization.lock().unwrap().clone();
+    assert!(
+        log.contains(&("tools/call".to_string(), "Bearer t-2".to_string())),
+        "{log:?}"
+    );
+    assert!(
+        log.iter()
+            .filter(|(m, _)| m != "tools/call")
+            .all(|(_, a)| a == "-"),
+        "{log:?}"
+    );
+    // Transport headers cannot be configured for forwarding.
+    std::fs::write(&file, mapping("Content-Type, Mcp-Session-Id")).unwrap();
+    let errs = facade::config::load(&file).unwrap_err();
+    assert_eq!(errs.len(), 2, "{errs:?}");
 }

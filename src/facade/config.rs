@@ -54,6 +54,10 @@ pub struct UpstreamSpec {
     /// Largest upstream answer read (default 4 MiB).
     #[serde(default)]
     pub max_response_bytes: Option<usize>,
+    /// Request headers passed on to the upstream `tools/call` as they came (e.g.
+    /// `Authorization`); none by default.
+    #[serde(default)]
+    pub forward_headers: Vec<String>,
 }
 
 /// One route: a tool name, or the details.
@@ -98,6 +102,22 @@ pub struct DeriveSpec {
     #[serde(default)]
     pub schema_ids: IndexMap<String, String>,
 }
+
+/// Headers the MCP transport or HTTP itself owns: never forwarded.
+const RESERVED: &[&str] = &[
+    "accept",
+    "content-type",
+    "content-length",
+    "host",
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "te",
+    "trailer",
+    "upgrade",
+    "proxy-authorization",
+    "proxy-connection",
+];
 
 /// Is this YAML text a facade mapping (a top-level `facade:` key)?
 pub fn is_facade_text(text: &str) -> bool {
@@ -180,6 +200,19 @@ fn compile(file: &Path, text: &str, spec: FacadeFile) -> Result<Facade, Vec<Diag
             .line(at(&["upstream", "url"]))
             .hint("the MCP endpoint, e.g. http://127.0.0.1:8080/mcp"),
         ),
+    }
+    let mut forward_headers = Vec::new();
+    for h in &spec.upstream.forward_headers {
+        match http::HeaderName::from_bytes(h.as_bytes()) {
+            Ok(n) if !RESERVED.contains(&n.as_str()) && !n.as_str().starts_with("mcp-") => {
+                forward_headers.push(n)
+            }
+            _ => diags.push(
+                Diagnostic::error(file, format!("`{h}` cannot be forwarded"))
+                    .line(at(&["upstream", "forward_headers"]))
+                    .hint("a header name that is not part of the MCP transport (Content-Type, Accept, MCP-*, hop-by-hop)"),
+            ),
+        }
     }
     let tool_error_status = spec.tool_error_status.unwrap_or(502);
     if !(400..=599).contains(&tool_error_status) {
@@ -296,6 +329,7 @@ fn compile(file: &Path, text: &str, spec: FacadeFile) -> Result<Facade, Vec<Diag
         max_body_bytes: spec.max_body_bytes.unwrap_or(1 << 20),
         sources,
         openapi,
+        forward_headers,
     })
 }
 

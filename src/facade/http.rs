@@ -157,6 +157,7 @@ pub async fn handle(facade: &Facade, req: hyper::Request<Incoming>) -> Response<
         Err(f) => return to_response(facade.failure(f)),
     };
     let query = req.uri().query().map(str::to_string);
+    let forwarded = facade.forwarded(req.headers());
     let content_type = req
         .headers()
         .get(header::CONTENT_TYPE)
@@ -204,7 +205,7 @@ pub async fn handle(facade: &Facade, req: hyper::Request<Incoming>) -> Response<
         meta,
     };
     let started = Instant::now();
-    let outcome = facade.call(call).await;
+    let outcome = facade.call(call, &forwarded).await;
     let answer = facade.answer(route, outcome);
     tracing::info!(
         facade = %facade.name,

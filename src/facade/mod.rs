@@ -45,6 +45,8 @@ pub struct Facade {
     pub sources: Vec<PathBuf>,
     /// The generated OpenAPI 3.1 document (`GET /openapi.json`).
     pub openapi: Arc<Value>,
+    /// Request headers passed on to the upstream `tools/call`.
+    pub forward_headers: Vec<::http::HeaderName>,
 }
 
 /// What the facade answers: status, extra headers, JSON body (problem+json for failures).
@@ -91,8 +93,20 @@ pub fn failure_of(binding: &Binding, e: McpError) -> Failure {
 }
 
 impl Facade {
-    /// Calls the route's tool upstream with the call's arguments and metadata.
-    pub async fn call(&self, call: Call) -> Outcome {
+    /// The request headers this facade passes on upstream.
+    pub fn forwarded(&self, from: &::http::HeaderMap) -> ::http::HeaderMap {
+        let mut out = ::http::HeaderMap::new();
+        for name in &self.forward_headers {
+            for v in from.get_all(name) {
+                out.append(name.clone(), v.clone());
+            }
+        }
+        out
+    }
+
+    /// Calls the route's tool upstream with the call's arguments and metadata, and the
+    /// forwarded request headers.
+    pub async fn call(&self, call: Call, headers: &::http::HeaderMap) -> Outcome {
         let mut args = match call.args {
             Value::Object(m) => m,
             _ => Map::new(),
@@ -100,7 +114,7 @@ impl Facade {
         self.binding.meta_into_args(&call.meta, &mut args);
         match self
             .upstream
-            .call_tool(&call.tool, Value::Object(args))
+            .call_tool_with(&call.tool, Value::Object(args), headers)
             .await
         {
             Ok(result) => self.binding.outcome_of_result(result),

@@ -160,6 +160,18 @@ impl McpUpstream {
 
     /// Calls `tools/call` and returns the `CallToolResult` object, within the timeout.
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<Value, McpError> {
+        self.call_tool_with(name, arguments, &http::HeaderMap::new())
+            .await
+    }
+
+    /// As [`Self::call_tool`], with extra HTTP headers on the `tools/call` request (never on
+    /// discovery or `initialize`).
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        headers: &http::HeaderMap,
+    ) -> Result<Value, McpError> {
         let timeout = self.opts.timeout;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let params = json!({ "name": name, "arguments": arguments });
@@ -168,9 +180,12 @@ impl McpUpstream {
             id,
             armed: true,
         };
-        let result = tokio::time::timeout(timeout, self.call(id, "tools/call", params, Some(name)))
-            .await
-            .unwrap_or(Err(McpError::Timeout(timeout)));
+        let result = tokio::time::timeout(
+            timeout,
+            self.call(id, "tools/call", params, Some(name), headers),
+        )
+        .await
+        .unwrap_or(Err(McpError::Timeout(timeout)));
         let mut guard = guard;
         guard.armed = matches!(result, Err(McpError::Timeout(_)));
         drop(guard);
@@ -184,11 +199,14 @@ impl McpUpstream {
         method: &str,
         params: Value,
         name: Option<&str>,
+        headers: &http::HeaderMap,
     ) -> Result<Value, McpError> {
         let mut renewed = false;
         loop {
             let era = self.ensure_era().await?;
-            let answer = self.exchange(&era, id, method, &params, name).await?;
+            let answer = self
+                .exchange(&era, id, method, &params, name, headers)
+                .await?;
             if answer.status == 404
                 && let Era::Legacy {
                     session: Some(_), ..
@@ -237,7 +255,14 @@ impl McpUpstream {
     async fn negotiate(&self) -> Result<Era, McpError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let answer = self
-            .exchange(&Era::Modern, id, "server/discover", &json!({}), None)
+            .exchange(
+                &Era::Modern,
+                id,
+                "server/discover",
+                &json!({}),
+                None,
+                &http::HeaderMap::new(),
+            )
             .await?;
         if answer.status == 200
             && let Some(r) = answer.message.as_ref().and_then(|m| m.get("result"))
@@ -267,7 +292,14 @@ impl McpUpstream {
             session: None,
         };
         let answer = self
-            .exchange(&boot, id, "initialize", &params, None)
+            .exchange(
+                &boot,
+                id,
+                "initialize",
+                &params,
+                None,
+                &http::HeaderMap::new(),
+            )
             .await?;
         let session = answer.session.clone();
         let result = result_of(answer)?;
@@ -342,6 +374,7 @@ impl McpUpstream {
         method: &str,
         params: &Value,
         name: Option<&str>,
+        headers: &http::HeaderMap,
     ) -> Result<Answer, McpError> {
         let mut params = params.clone();
         if *era == Era::Modern
@@ -368,6 +401,7 @@ impl McpUpstream {
         let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
         let resp = self
             .request(era, method, name)
+            .headers(headers.clone())
             .json(&body)
             .send()
             .await
