@@ -76,16 +76,32 @@ fn check_openrpc(path: &std::path::Path, diags: &mut Vec<Diagnostic>) -> usize {
 pub fn run(paths: &[PathBuf]) -> Report {
     let (docs, mappings): (Vec<PathBuf>, Vec<PathBuf>) =
         paths.iter().cloned().partition(|p| is_openrpc(p));
+    let (facades, mappings): (Vec<PathBuf>, Vec<PathBuf>) = mappings
+        .into_iter()
+        .partition(|p| p.is_file() && crate::facade::config::is_facade_file(p));
     let mut diagnostics = Vec::new();
     let mut tools = 0;
     let mut files = docs.len();
+    // Facade mappings (reverse path), given or inside the given folders.
+    let facades_seen = files;
+    for f in facades.into_iter().chain(
+        mappings
+            .iter()
+            .flat_map(|m| crate::facade::config::in_folder(m)),
+    ) {
+        files += 1;
+        if let Err(ds) = crate::facade::config::load(&f) {
+            diagnostics.extend(ds);
+        }
+    }
     for d in &docs {
         tools += check_openrpc(d, &mut diagnostics);
     }
-    if !mappings.is_empty() {
-        files += config::compile::mapping_files(&mappings)
-            .map(|f| f.len())
-            .unwrap_or(0);
+    let found = config::compile::mapping_files(&mappings).map_or(0, |f| f.len());
+    // Folders that hold only facade mappings have no business mapping to load.
+    let only_facades = found == 0 && files > facades_seen;
+    if !mappings.is_empty() && !only_facades {
+        files += found;
         match config::load(&mappings) {
             Ok(g) => {
                 tools += g.tools.len();

@@ -24,6 +24,7 @@ pub mod check;
 pub mod config;
 pub mod demo;
 pub mod discovery;
+pub mod facade;
 pub mod forward;
 pub mod idempotency;
 pub mod mcp;

@@ -131,6 +131,22 @@ enum Command {
         #[arg(long)]
         secure: bool,
     },
+    /// Serve a REST facade in front of an MCP server (the reverse path), from a facade mapping.
+    Facade {
+        /// The facade mapping file (`facade:` at its top; see docs/mapping.md).
+        mapping: PathBuf,
+        /// Address of the REST listener.
+        #[arg(long, default_value = "127.0.0.1:8090", env = "PORTICO_FACADE_LISTEN")]
+        listen: SocketAddr,
+        /// Log line format on stderr.
+        #[arg(long, value_enum, default_value_t = LogFormat::Json, env = "PORTICO_LOG_FORMAT")]
+        log_format: LogFormat,
+    },
+    /// Print the OpenAPI 3.1 document of a facade mapping (what its `GET /openapi.json` serves).
+    Openapi {
+        /// The facade mapping file.
+        mapping: PathBuf,
+    },
     /// Run only the demo's legacy booking API (for `portico serve mappings/` and benchmarks).
     DemoBackend {
         /// Port of the legacy API (the demo mappings expect 9101).
@@ -500,6 +516,58 @@ async fn main() -> ExitCode {
                 }
             }
         }
+        Command::Facade {
+            mapping,
+            listen,
+            log_format,
+        } => {
+            init_logging_as(log_format);
+            let facade = match portico::facade::config::load(&mapping) {
+                Ok(f) => f,
+                Err(ds) => {
+                    for d in ds {
+                        eprintln!("{d}");
+                    }
+                    return ExitCode::FAILURE;
+                }
+            };
+            match portico::facade::http::start(facade, listen).await {
+                Ok(running) => {
+                    println!("facade: {}", running.url());
+                    wait_for_signal().await;
+                    let _ = running.stop().await;
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("cannot listen on {listen}: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Openapi { mapping } => match portico::facade::config::load(&mapping) {
+            Ok(f) => {
+                use std::io::Write;
+                let mut out = std::io::stdout().lock();
+                // A closed pipe (`| head`) is an ordinary end, not a panic.
+                match serde_json::to_writer_pretty(&mut out, &*f.openapi)
+                    .map_err(std::io::Error::from)
+                    .and_then(|()| writeln!(out))
+                {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+                    Err(e) => {
+                        eprintln!("cannot write the document: {e}");
+                        ExitCode::FAILURE
+                    }
+                }
+            }
+            Err(ds) => {
+                for d in ds {
+                    eprintln!("{d}");
+                }
+                ExitCode::FAILURE
+            }
+        },
         Command::Demo {
             port,
             fixtures,

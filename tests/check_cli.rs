@@ -38,7 +38,8 @@ fn the_shipped_configuration_checks_clean() {
         &root.join("openrpc/ucp-ask.openrpc.json"),
     ]);
     assert_eq!(code, 0, "{text}");
-    assert!(text.starts_with("ok: 7 file(s), 50 tool(s)"), "{text}");
+    // 7 business mappings and the 2 facade mappings (reverse path), whose routes are no tools.
+    assert!(text.starts_with("ok: 9 file(s), 50 tool(s)"), "{text}");
 }
 
 #[test]
@@ -260,4 +261,34 @@ fn expect_mistakes(d: &Path, head: &str, cases: &[(&str, usize, &[&str])]) {
             assert!(text.contains(f), "expected `{f}` in:\n{text}");
         }
     }
+}
+
+#[test]
+fn facade_mappings_are_checked_with_line_and_fix() {
+    let d = workdir("facade");
+    let file = d.join("bad-facade.yaml");
+    std::fs::write(
+        &file,
+        "facade: x\nbinding: usb\nupstream:\n  url: ftp://x\n  timeout: soon\nroutes:\n  GET /a/{b: t\nderive:\n  openrpc: missing.json\n  openapi: missing.json\n",
+    )
+    .unwrap();
+    let (code, text) = check(&[&d]);
+    assert_eq!(code, 1, "{text}");
+    for (line, fragment) in [
+        (2, "unknown binding `usb`"),
+        (4, "`ftp://x` is not an http(s) URL"),
+        (5, "`soon` is not a duration"),
+        (7, "route `GET /a/{b`"),
+        (8, "cannot read"),
+    ] {
+        let at = format!("bad-facade.yaml:{line}:");
+        assert!(
+            text.lines()
+                .any(|l| l.contains(&at) && l.contains(fragment)),
+            "no `{at}` ... `{fragment}` in:\n{text}"
+        );
+    }
+    assert!(text.contains("hint:"), "{text}");
+    // A folder of facade mappings only is not a folder without mappings.
+    assert!(!text.contains("no mapping files"), "{text}");
 }

@@ -3,6 +3,7 @@
 //! binding must never perform I/O or know about transports other than through these tables.
 
 pub mod autonym;
+pub mod rest;
 
 use crate::model::{Failure, FailureKind, Meta, Outcome};
 use http::{HeaderName, HeaderValue};
@@ -202,6 +203,18 @@ fn profile_url_ok(p: &str) -> bool {
     }
 }
 
+/// Refuses a profile that is not an absolute https URL (http only on loopback).
+fn check_profile(meta: &Meta) -> Result<(), Failure> {
+    match &meta.profile {
+        Some(p) if !profile_url_ok(p) => Err(Failure::new(
+            FailureKind::InvalidRequest,
+            "the profile must be an absolute https URL (http only for localhost)",
+        )
+        .with_code("invalid_profile_url")),
+        _ => Ok(()),
+    }
+}
+
 /// RFC 8941 sf-string: printable ASCII, with `"` and `\` escaped.
 fn sf_string(s: &str) -> Option<String> {
     if !s.bytes().all(|b| (0x20..=0x7e).contains(&b)) {
@@ -300,15 +313,7 @@ impl Binding {
             }
             Kind::Plain | Kind::Autonym => {}
         }
-        if let Some(p) = &meta.profile
-            && !profile_url_ok(p)
-        {
-            return Err(Failure::new(
-                FailureKind::InvalidRequest,
-                "the profile must be an absolute https URL (http only for localhost)",
-            )
-            .with_code("invalid_profile_url"));
-        }
+        check_profile(&meta)?;
         Ok(meta)
     }
 

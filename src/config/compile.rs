@@ -305,6 +305,8 @@ pub fn mapping_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Vec<Diagnostic>>
                                 Some("yaml") | Some("yml")
                             )
                         })
+                        // Facade mappings (reverse path) share the folder; `facade` loads them.
+                        .filter(|f| !crate::facade::config::is_facade_file(f))
                         .collect();
                     found.sort();
                     out.extend(found);

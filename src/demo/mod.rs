@@ -28,6 +28,10 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../mappings/demo-concierge.yaml"),
     ),
     (
+        "mappings/demo-spa-facade.yaml",
+        include_str!("../../mappings/demo-spa-facade.yaml"),
+    ),
+    (
         "mappings/demo-webhook-keys.json",
         include_str!("../../mappings/demo-webhook-keys.json"),
     ),
@@ -122,6 +126,8 @@ pub struct Demo {
     pub webhook_task: tokio::task::JoinHandle<()>,
     /// Started with `--secure`.
     pub secure: bool,
+    /// The REST facade (reverse path) in front of the demo's own MCP endpoint.
+    pub facade: crate::facade::http::Running,
 }
 
 impl Demo {
@@ -156,9 +162,10 @@ impl Demo {
             String::new()
         };
         format!(
-            "mcp: {mcp}\nbackend: {backend}\nwebhooks: {webhooks}\n{admin}{fixtures}{secure}example: curl -s {mcp} -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: usp_services_list' -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{{\"name\":\"usp_services_list\",\"arguments\":{{}},\"_meta\":{{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{{}}}}}}}}'\n",
+            "mcp: {mcp}\nbackend: {backend}\nwebhooks: {webhooks}\nfacade: {facade}\n{admin}{fixtures}{secure}example: curl -s {mcp} -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: usp_services_list' -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{{\"name\":\"usp_services_list\",\"arguments\":{{}},\"_meta\":{{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{{}}}}}}}}'\n",
             backend = self.backend_url(),
             webhooks = self.webhooks_url(),
+            facade = self.facade.url(),
             admin = self
                 .gateway
                 .admin_url()
@@ -168,6 +175,7 @@ impl Demo {
     }
 
     pub async fn stop(self) {
+        let _ = self.facade.stop().await;
         let _ = self.gateway.stop().await;
         self.backend_task.abort();
         self.webhook_task.abort();
@@ -205,8 +213,8 @@ pub fn write_files(backend: SocketAddr, fixtures: Option<SocketAddr>) -> std::io
     Ok(dir)
 }
 
-/// Starts the backend on `port + 1`, portico on `port` and its admin listener on `port + 2`
-/// (all 0 = any free port).
+/// Starts the backend on `port + 1`, portico on `port`, its admin listener on `port + 2` and
+/// the REST facade on `port + 3` (all 0 = any free port).
 pub async fn start(port: u16) -> Result<Demo, String> {
     start_with(port, false).await
 }
@@ -294,6 +302,7 @@ pub async fn start_opts(port: u16, fixtures: bool, secure: bool) -> Result<Demo,
     ))
     .map_err(|e| format!("webhook URL: {e}"))?;
     let webhook_task = tokio::spawn(webhooks::run(events, hooks));
+    let facade = start_facade(&dir, &gateway, next(3)?).await?;
     Ok(Demo {
         gateway,
         backend_addr,
@@ -302,5 +311,28 @@ pub async fn start_opts(port: u16, fixtures: bool, secure: bool) -> Result<Demo,
         dir,
         webhook_task,
         secure,
+        facade,
     })
+}
+
+/// The demo facade (`mappings/demo-spa-facade.yaml`) pointed at the demo's MCP endpoint.
+async fn start_facade(
+    dir: &std::path::Path,
+    gateway: &Running,
+    port: u16,
+) -> Result<crate::facade::http::Running, String> {
+    let file = dir.join("mappings/demo-spa-facade.yaml");
+    let text = std::fs::read_to_string(&file)
+        .map_err(|e| format!("cannot read the demo facade: {e}"))?
+        .replace("http://127.0.0.1:9100/mcp", &gateway.mcp_url());
+    std::fs::write(&file, text).map_err(|e| format!("cannot write the demo facade: {e}"))?;
+    let facade = crate::facade::config::load(&file).map_err(|ds| {
+        ds.iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n")
+    })?;
+    crate::facade::http::start(facade, SocketAddr::from((Ipv4Addr::LOCALHOST, port)))
+        .await
+        .map_err(|e| format!("cannot start the demo facade on port {port}: {e}"))
 }

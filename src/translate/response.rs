@@ -37,7 +37,8 @@ pub fn failure_of(resp: &RestResponse) -> Failure {
     }
 }
 
-fn kind_for(status: u16) -> FailureKind {
+/// The failure kind an HTTP error status stands for (also used by the REST facade).
+pub(crate) fn kind_for(status: u16) -> FailureKind {
     match status {
         400 | 405..=408 | 410..=411 | 413..=418 | 422 => FailureKind::InvalidRequest,
         401 => FailureKind::Unauthenticated,

@@ -1,5 +1,6 @@
-//! Clients for what portico calls: business REST backends (and, later, MCP servers).
+//! Clients for what portico calls: business REST backends and upstream MCP servers.
 //! They own connections, timeouts and body limits; they never interpret protocol semantics.
 
+pub mod mcp;
 pub mod pool;
 pub mod rest;

@@ -1,0 +1,358 @@
+//! Facade mapping files (`facade:` at the top): the serde format and its compilation into a
+//! `Facade` (routes, binding, upstream client); every problem becomes a `Diagnostic`, nothing here runs per request.
+
+use super::derive;
+use super::route::{Route, Template};
+use super::{Body, Facade};
+use crate::binding::{Binding, Kind};
+use crate::config::Diagnostic;
+use crate::config::compile::parse_duration;
+use crate::config::diag::locate_yaml;
+use crate::upstream::mcp::{McpOptions, McpUpstream};
+use indexmap::IndexMap;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A facade mapping file as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FacadeFile {
+    /// Name of the facade (logs).
+    pub facade: String,
+    /// Protocol rulebook of the upstream tools: `usp`, `ucp` or `plain`.
+    pub binding: String,
+    /// The upstream MCP server.
+    pub upstream: UpstreamSpec,
+    /// HTTP status for a tool result with `isError: true` (default 502).
+    #[serde(default)]
+    pub tool_error_status: Option<u16>,
+    /// Largest accepted request body (default 1 MiB).
+    #[serde(default)]
+    pub max_body_bytes: Option<usize>,
+    /// `"METHOD /path/{param}"` -> tool name, or the full route object.
+    #[serde(default)]
+    pub routes: IndexMap<String, RouteSpec>,
+    /// Routes derived by pairing an OpenRPC and an OpenAPI document.
+    #[serde(default)]
+    pub derive: Option<DeriveSpec>,
+}
+
+/// Where the upstream MCP server is.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamSpec {
+    /// MCP endpoint URL (`http` or `https`).
+    pub url: String,
+    /// Timeout of one call (default 10s).
+    #[serde(default)]
+    pub timeout: Option<String>,
+    /// TCP connect timeout (default 2s).
+    #[serde(default)]
+    pub connect_timeout: Option<String>,
+    /// Largest upstream answer read (default 4 MiB).
+    #[serde(default)]
+    pub max_response_bytes: Option<usize>,
+    /// Request headers passed on to the upstream `tools/call` as they came (e.g.
+    /// `Authorization`); none by default.
+    #[serde(default)]
+    pub forward_headers: Vec<String>,
+}
+
+/// One route: a tool name, or the details.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum RouteSpec {
+    Tool(String),
+    Full(RouteDetail),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteDetail {
+    pub tool: String,
+    /// Success status (default 200).
+    #[serde(default)]
+    pub status: Option<u16>,
+    /// `flatten` (default: the body's members are arguments) or the argument the whole body
+    /// becomes.
+    #[serde(default)]
+    pub body: Option<String>,
+}
+
+/// Pairing of an OpenRPC document (the tools) and an OpenAPI document (the REST surface).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeriveSpec {
+    /// OpenRPC document (relative to the mapping file).
+    pub openrpc: String,
+    /// OpenAPI 3.x document (relative to the mapping file).
+    pub openapi: String,
+    /// How an OpenRPC method names its REST operation: a sentence of its `description` with
+    /// `{method}` and `{path}` placeholders, e.g. `"Maps to {method} {path}."`.
+    #[serde(default)]
+    pub pair: Option<String>,
+    /// Explicit pairs, `"METHOD /path"` or an OpenAPI `operationId` -> OpenRPC method name;
+    /// they win over `pair`.
+    #[serde(default)]
+    pub pairs: IndexMap<String, String>,
+    /// Absolute JSON Schema `$id` (or prefix ending in `/`) -> local file or folder, for the
+    /// OpenRPC's external references (as in business mappings).
+    #[serde(default)]
+    pub schema_ids: IndexMap<String, String>,
+}
+
+/// Headers the MCP transport or HTTP itself owns: never forwarded.
+const RESERVED: &[&str] = &[
+    "accept",
+    "content-type",
+    "content-length",
+    "host",
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "te",
+    "trailer",
+    "upgrade",
+    "proxy-authorization",
+    "proxy-connection",
+];
+
+/// Is this YAML text a facade mapping (a top-level `facade:` key)?
+pub fn is_facade_text(text: &str) -> bool {
+    text.lines().any(|l| l.starts_with("facade:"))
+}
+
+/// Loads and compiles one facade mapping file.
+pub fn load(file: &Path) -> Result<Facade, Vec<Diagnostic>> {
+    let text = std::fs::read_to_string(file).map_err(|e| {
+        vec![Diagnostic::error(
+            file,
+            format!("cannot read facade file: {e}"),
+        )]
+    })?;
+    let spec: FacadeFile = serde_saphyr::from_str(&text).map_err(|e| {
+        let line = e.location().map(|l| l.line() as usize);
+        let msg = e.to_string();
+        let first = msg
+            .lines()
+            .next()
+            .unwrap_or("invalid facade file")
+            .to_string();
+        vec![
+            Diagnostic::error(file, first)
+                .line(line)
+                .hint("see docs/mapping.md, section \"REST facade\""),
+        ]
+    })?;
+    compile(file, &text, spec)
+}
+
+fn compile(file: &Path, text: &str, spec: FacadeFile) -> Result<Facade, Vec<Diagnostic>> {
+    let mut diags = Vec::new();
+    let at = |path: &[&str]| locate_yaml(text, path);
+    let kind = Kind::parse(&spec.binding).unwrap_or_else(|| {
+        diags.push(
+            Diagnostic::error(file, format!("unknown binding `{}`", spec.binding))
+                .line(at(&["binding"]))
+                .hint("use usp, ucp or plain"),
+        );
+        Kind::Plain
+    });
+    let binding = Binding {
+        kind,
+        version: String::new(),
+        capabilities: None,
+        capability: None,
+    };
+    let duration =
+        |v: &Option<String>, key: &str, default: Duration, diags: &mut Vec<Diagnostic>| match v {
+            None => default,
+            Some(s) => parse_duration(s).unwrap_or_else(|| {
+                diags.push(
+                    Diagnostic::error(file, format!("`{s}` is not a duration"))
+                        .line(at(&["upstream", key]))
+                        .hint("write e.g. 10s, 500ms or 2m"),
+                );
+                default
+            }),
+        };
+    let timeout = duration(
+        &spec.upstream.timeout,
+        "timeout",
+        Duration::from_secs(10),
+        &mut diags,
+    );
+    let connect_timeout = duration(
+        &spec.upstream.connect_timeout,
+        "connect_timeout",
+        Duration::from_secs(2),
+        &mut diags,
+    );
+    match url::Url::parse(&spec.upstream.url) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => {}
+        _ => diags.push(
+            Diagnostic::error(
+                file,
+                format!("`{}` is not an http(s) URL", spec.upstream.url),
+            )
+            .line(at(&["upstream", "url"]))
+            .hint("the MCP endpoint, e.g. http://127.0.0.1:8080/mcp"),
+        ),
+    }
+    let mut forward_headers = Vec::new();
+    for h in &spec.upstream.forward_headers {
+        match http::HeaderName::from_bytes(h.as_bytes()) {
+            Ok(n) if !RESERVED.contains(&n.as_str()) && !n.as_str().starts_with("mcp-") => {
+                forward_headers.push(n)
+            }
+            _ => diags.push(
+                Diagnostic::error(file, format!("`{h}` cannot be forwarded"))
+                    .line(at(&["upstream", "forward_headers"]))
+                    .hint("a header name that is not part of the MCP transport (Content-Type, Accept, MCP-*, hop-by-hop)"),
+            ),
+        }
+    }
+    let tool_error_status = spec.tool_error_status.unwrap_or(502);
+    if !(400..=599).contains(&tool_error_status) {
+        diags.push(
+            Diagnostic::error(file, "`tool_error_status` must be a 4xx or 5xx status")
+                .line(at(&["tool_error_status"])),
+        );
+    }
+    let base = file.parent().unwrap_or(Path::new("."));
+    let mut routes: Vec<Route> = Vec::new();
+    let mut sources: Vec<PathBuf> = vec![file.to_path_buf()];
+    let mut components = serde_json::Map::new();
+    if let Some(d) = &spec.derive {
+        match derive::routes(base, d) {
+            Ok(derived) => {
+                routes.extend(derived.routes);
+                sources.extend(derived.files);
+                components = derived.components;
+            }
+            Err(msgs) => {
+                for m in msgs {
+                    diags.push(Diagnostic::error(file, m).line(at(&["derive"])));
+                }
+            }
+        }
+    }
+    for (key, r) in &spec.routes {
+        let (tool, status, body) = match r {
+            RouteSpec::Tool(t) => (t.clone(), None, None),
+            RouteSpec::Full(d) => (d.tool.clone(), d.status, d.body.clone()),
+        };
+        let line = at(&["routes", key]);
+        let parsed = key
+            .split_once(' ')
+            .ok_or_else(|| "a route is `METHOD /path`".to_string())
+            .and_then(|(m, p)| {
+                let method = http::Method::from_bytes(m.trim().as_bytes())
+                    .map_err(|_| format!("`{m}` is not an HTTP method"))?;
+                Ok((method, Template::parse(p.trim())?))
+            });
+        let (method, template) = match parsed {
+            Ok(x) => x,
+            Err(m) => {
+                diags.push(
+                    Diagnostic::error(file, format!("route `{key}`: {m}"))
+                        .line(line)
+                        .hint("write e.g. `GET /bookings/{booking_id}: usp_bookings_get`"),
+                );
+                continue;
+            }
+        };
+        let status = status.unwrap_or(200);
+        if !(200..=299).contains(&status) {
+            diags.push(
+                Diagnostic::error(file, format!("route `{key}`: `status` must be 2xx")).line(line),
+            );
+        }
+        let body = match body.as_deref() {
+            None | Some("flatten") => Body::Flatten,
+            Some(arg) => Body::Argument(arg.to_string()),
+        };
+        // An explicit route replaces a derived one for the same method and path.
+        routes.retain(|o| !(o.method == method && o.template.same_shape(&template)));
+        routes.push(Route {
+            method,
+            template,
+            tool,
+            status,
+            body,
+            query: IndexMap::new(),
+            doc: None,
+        });
+    }
+    if routes.is_empty() && diags.is_empty() {
+        diags.push(
+            Diagnostic::error(file, "the facade has no routes")
+                .hint("add `routes:` or `derive:` (see docs/mapping.md)"),
+        );
+    }
+    for (i, r) in routes.iter().enumerate() {
+        if routes[..i]
+            .iter()
+            .any(|o| o.method == r.method && o.template.same_shape(&r.template))
+        {
+            diags.push(Diagnostic::error(
+                file,
+                format!("two routes for {} {}", r.method, r.template),
+            ));
+        }
+    }
+    if !diags.is_empty() {
+        return Err(diags);
+    }
+    let upstream = McpUpstream::new(McpOptions {
+        url: spec.upstream.url.clone(),
+        timeout,
+        connect_timeout,
+        max_response_bytes: spec.upstream.max_response_bytes.unwrap_or(4 << 20),
+    })
+    .map_err(|m| vec![Diagnostic::error(file, m)])?;
+    let openapi = Arc::new(super::openapi::document(
+        &spec.facade,
+        &binding,
+        &routes,
+        components,
+        tool_error_status,
+    ));
+    Ok(Facade {
+        name: spec.facade,
+        binding,
+        upstream: Arc::new(upstream),
+        routes,
+        tool_error_status,
+        max_body_bytes: spec.max_body_bytes.unwrap_or(1 << 20),
+        sources,
+        openapi,
+        forward_headers,
+    })
+}
+
+/// Is the file at `path` a facade mapping? (Unreadable files are left to the caller.)
+pub fn is_facade_file(path: &Path) -> bool {
+    std::fs::read_to_string(path).is_ok_and(|t| is_facade_text(&t))
+}
+
+/// The facade mappings directly inside `folder` (`*.yaml` / `*.yml`), sorted; none if it is
+/// not a folder.
+pub fn in_folder(folder: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(folder) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|f| {
+            matches!(
+                f.extension().and_then(|e| e.to_str()),
+                Some("yaml") | Some("yml")
+            ) && is_facade_file(f)
+        })
+        .collect();
+    out.sort();
+    out
+}

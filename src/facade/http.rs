@@ -1,0 +1,307 @@
+//! The facade's HTTP listener: route, read and check the body, build the `Call`, answer JSON or
+//! RFC 9457 problem+json; it must never interpret tool results (that is the binding's job).
+
+use super::route::{self, Found, QueryType, Route};
+use super::{Answer, Body, Facade};
+use crate::model::{Call, Failure, FailureKind};
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use serde_json::{Map, Value};
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::net::TcpListener;
+
+fn to_response(a: Answer) -> Response<Full<Bytes>> {
+    let body = a
+        .body
+        .as_ref()
+        .and_then(|b| serde_json::to_vec(b).ok())
+        .unwrap_or_default();
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = StatusCode::from_u16(a.status).unwrap_or(StatusCode::BAD_GATEWAY);
+    if a.body.is_some() {
+        let ct = if a.problem {
+            "application/problem+json"
+        } else {
+            "application/json"
+        };
+        r.headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
+    }
+    if let Some(s) = a.retry_after
+        && let Ok(v) = HeaderValue::from_str(&s.to_string())
+    {
+        r.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    r
+}
+
+fn problem(facade: &Facade, status: u16, message: impl Into<String>) -> Response<Full<Bytes>> {
+    let kind = match status {
+        404 => FailureKind::NotFound,
+        _ => FailureKind::InvalidRequest,
+    };
+    let f = Failure::new(kind, message);
+    to_response(Answer {
+        status,
+        problem: true,
+        retry_after: None,
+        body: Some(facade.binding.problem(&f, status)),
+    })
+}
+
+fn convert(v: &str, t: QueryType) -> Option<Value> {
+    match t {
+        QueryType::String => Some(Value::String(v.to_string())),
+        QueryType::Integer => v.parse::<i64>().ok().map(Value::from),
+        QueryType::Number => v
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map(Value::Number),
+        QueryType::Boolean => match v {
+            "true" => Some(Value::Bool(true)),
+            "false" => Some(Value::Bool(false)),
+            _ => None,
+        },
+    }
+}
+
+/// Arguments from the body, then the query, then the path (path ids win).
+fn arguments(
+    route: &Route,
+    body: Option<Value>,
+    query: Option<&str>,
+    params: Vec<(String, String)>,
+) -> Result<Map<String, Value>, String> {
+    let mut args = match (body, &route.body) {
+        (None, _) => Map::new(),
+        (Some(Value::Object(m)), Body::Flatten) => m,
+        (Some(_), Body::Flatten) => return Err("the request body must be a JSON object".into()),
+        (Some(v), Body::Argument(name)) => {
+            let mut m = Map::new();
+            m.insert(name.clone(), v);
+            m
+        }
+    };
+    for (k, v) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        let t = route
+            .query
+            .get(k.as_ref())
+            .copied()
+            .unwrap_or(QueryType::String);
+        let value = convert(&v, t).ok_or_else(|| {
+            let what = match t {
+                QueryType::String => "string",
+                QueryType::Integer => "an integer",
+                QueryType::Number => "a number",
+                QueryType::Boolean => "`true` or `false`",
+            };
+            format!("the query parameter `{k}` must be {what}")
+        })?;
+        args.insert(k.into_owned(), value);
+    }
+    for (k, v) in params {
+        args.insert(k, Value::String(v));
+    }
+    Ok(args)
+}
+
+/// Answers one request.
+pub async fn handle(facade: &Facade, req: hyper::Request<Incoming>) -> Response<Full<Bytes>> {
+    let Some(parts) = route::split_path(req.uri().path()) else {
+        return problem(
+            facade,
+            400,
+            "the path is not valid UTF-8 once percent-decoded",
+        );
+    };
+    let (route, params) = match route::find(&facade.routes, req.method(), &parts) {
+        Found::Route(r, p) => (r, p),
+        // The facade's own OpenAPI document, unless a route claims the path.
+        Found::NotFound
+            if req.method() == http::Method::GET && req.uri().path() == "/openapi.json" =>
+        {
+            return to_response(Answer {
+                status: 200,
+                problem: false,
+                retry_after: None,
+                body: Some((*facade.openapi).clone()),
+            });
+        }
+        Found::NotFound => {
+            return problem(facade, 404, format!("no route for {}", req.uri().path()));
+        }
+        Found::WrongMethod(allowed) => {
+            let mut r = problem(
+                facade,
+                405,
+                format!("{} is not allowed on this path", req.method()),
+            );
+            let allow = allowed
+                .iter()
+                .map(http::Method::as_str)
+                .collect::<Vec<_>>()
+                .join(", ");
+            if let Ok(v) = HeaderValue::from_str(&allow) {
+                r.headers_mut().insert(header::ALLOW, v);
+            }
+            return r;
+        }
+    };
+    let meta = match facade.binding.meta_from_headers(req.headers()) {
+        Ok(m) => m,
+        Err(f) => return to_response(facade.failure(f)),
+    };
+    let query = req.uri().query().map(str::to_string);
+    let forwarded = facade.forwarded(req.headers());
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_ascii_lowercase);
+    let bytes = match Limited::new(req.into_body(), facade.max_body_bytes)
+        .collect()
+        .await
+    {
+        Ok(c) => c.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            return problem(
+                facade,
+                413,
+                format!("the body is larger than {} bytes", facade.max_body_bytes),
+            );
+        }
+        Err(_) => return problem(facade, 400, "the request body could not be read"),
+    };
+    let body = if bytes.is_empty() {
+        None
+    } else {
+        let json = content_type.as_deref().is_some_and(|ct| {
+            let essence = ct.split(';').next().unwrap_or("").trim();
+            essence == "application/json" || essence.ends_with("+json")
+        });
+        if !json {
+            return problem(facade, 415, "the request body must be application/json");
+        }
+        match serde_json::from_slice::<Value>(&bytes) {
+            Ok(v) => Some(v),
+            Err(e) => return problem(facade, 400, format!("the body is not JSON: {e}")),
+        }
+    };
+    let args = match arguments(route, body, query.as_deref(), params) {
+        Ok(a) => a,
+        Err(m) => {
+            let f = Failure::new(FailureKind::InvalidRequest, m).with_code("invalid_request");
+            return to_response(facade.failure(f));
+        }
+    };
+    let call = Call {
+        tool: route.tool.clone(),
+        args: Value::Object(args),
+        meta,
+    };
+    let started = Instant::now();
+    let outcome = facade.call(call, &forwarded).await;
+    let answer = facade.answer(route, outcome);
+    tracing::info!(
+        facade = %facade.name,
+        tool = %route.tool,
+        status = answer.status,
+        latency_us = started.elapsed().as_micros() as u64,
+        "facade call"
+    );
+    to_response(answer)
+}
+
+/// Serves the facade until `shutdown` resolves; in-flight requests then get `drain` to finish.
+pub async fn serve(
+    listener: TcpListener,
+    facade: Arc<Facade>,
+    shutdown: impl std::future::Future<Output = ()>,
+    drain: Duration,
+) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    use hyper_util::server::conn::auto::Builder;
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, _) = match accepted {
+                    Ok(s) => s,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "facade accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let facade = facade.clone();
+                let svc = hyper::service::service_fn(move |req| {
+                    let facade = facade.clone();
+                    async move { Ok::<_, Infallible>(handle(&facade, req).await) }
+                });
+                let conn = graceful.watch(Builder::new(TokioExecutor::new()).serve_connection(TokioIo::new(stream), svc).into_owned());
+                tokio::spawn(async move {
+                    if let Err(e) = conn.await {
+                        tracing::debug!(error = %e, "facade connection ended with an error");
+                    }
+                });
+            }
+            _ = &mut shutdown => break,
+        }
+    }
+    drop(listener);
+    tokio::select! {
+        _ = graceful.shutdown() => {}
+        _ = tokio::time::sleep(drain) => tracing::warn!("facade shutdown deadline reached"),
+    }
+    Ok(())
+}
+
+/// A facade listening on a socket.
+pub struct Running {
+    pub addr: std::net::SocketAddr,
+    pub task: tokio::task::JoinHandle<std::io::Result<()>>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Running {
+    /// Base URL (no trailing `/`).
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub async fn stop(mut self) -> std::io::Result<()> {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        (&mut self.task)
+            .await
+            .unwrap_or_else(|e| Err(std::io::Error::other(e)))
+    }
+}
+
+/// Binds `addr` and serves `facade`.
+pub async fn start(facade: Facade, addr: std::net::SocketAddr) -> std::io::Result<Running> {
+    let listener = TcpListener::bind(addr).await?;
+    let addr = listener.local_addr()?;
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(serve(
+        listener,
+        Arc::new(facade),
+        async move {
+            let _ = rx.await;
+        },
+        Duration::from_secs(10),
+    ));
+    Ok(Running {
+        addr,
+        task,
+        stop: Some(tx),
+    })
+}

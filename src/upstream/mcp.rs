@@ -1,0 +1,640 @@
+//! The client portico uses to call tools on an upstream MCP server over Streamable HTTP, both
+//! eras (2026-07-28 stateless first, `initialize` sessions as fallback); it must never interpret tool results.
+//!
+//! One `McpUpstream` per server: a pooled `reqwest` client (connections are reused), the era
+//! found on first use, and for the session era the `Mcp-Session-Id`, renewed transparently when
+//! the server answers 404 for an expired session. Answers may be JSON or an SSE stream; the
+//! whole exchange runs inside the call's timeout, and a call that times out (or is dropped) is
+//! cancelled upstream: the stream is closed (2026-07-28) or `notifications/cancelled` is sent.
+
+use base64::Engine;
+use bytes::BytesMut;
+use serde_json::{Map, Value, json};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// The stateless protocol revision tried first.
+pub const MODERN: &str = "2026-07-28";
+/// The version offered in `initialize` when the server does not speak [`MODERN`].
+pub const LEGACY: &str = "2025-11-25";
+/// Versions accepted back from `initialize`.
+const LEGACY_OK: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
+/// How long the end of an SSE stream is awaited after its response arrived.
+const STREAM_END_WAIT: Duration = Duration::from_millis(250);
+
+/// Why a call to the upstream MCP server did not produce a tool result.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum McpError {
+    /// The server answered with a JSON-RPC error object.
+    #[error("upstream JSON-RPC error {code}: {message}")]
+    Rpc {
+        code: i64,
+        message: String,
+        data: Option<Value>,
+        /// HTTP status the error arrived with.
+        status: u16,
+        retry_after: Option<u64>,
+    },
+    /// No connection could be made.
+    #[error("upstream MCP server unreachable: {0}")]
+    Unreachable(String),
+    /// No complete answer within the timeout.
+    #[error("upstream MCP server did not answer within {0:?}")]
+    Timeout(Duration),
+    /// An HTTP error without a JSON-RPC body (a proxy's 502, a 503 while shedding load...).
+    #[error("upstream MCP server answered HTTP {status}")]
+    Status {
+        status: u16,
+        retry_after: Option<u64>,
+    },
+    /// Something that is not a valid MCP answer.
+    #[error("upstream MCP server answered something invalid: {0}")]
+    BadResponse(String),
+}
+
+/// The era spoken with the server, once found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Era {
+    /// 2026-07-28: no handshake, `_meta` and routing headers on every request.
+    Modern,
+    /// A session era: negotiated version and the session id (if the server minted one).
+    Legacy {
+        version: String,
+        session: Option<String>,
+    },
+}
+
+/// Settings of one upstream MCP server.
+#[derive(Debug, Clone)]
+pub struct McpOptions {
+    /// The MCP endpoint, e.g. `http://127.0.0.1:8080/mcp`.
+    pub url: String,
+    /// Timeout of one tool call, negotiation included.
+    pub timeout: Duration,
+    /// Timeout of the TCP connect.
+    pub connect_timeout: Duration,
+    /// Largest answer read (JSON body or the SSE stream up to the response).
+    pub max_response_bytes: usize,
+}
+
+/// A client of one upstream MCP server; cheap to share behind an `Arc`.
+pub struct McpUpstream {
+    opts: McpOptions,
+    http: reqwest::Client,
+    era: Mutex<Option<Era>>,
+    /// Serialises negotiation so concurrent first calls negotiate once.
+    negotiating: tokio::sync::Mutex<()>,
+    next_id: AtomicU64,
+}
+
+impl std::fmt::Debug for McpUpstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpUpstream")
+            .field("url", &self.opts.url)
+            .finish()
+    }
+}
+
+/// One JSON-RPC exchange's answer.
+struct Answer {
+    status: u16,
+    session: Option<String>,
+    message: Option<Value>,
+    retry_after: Option<u64>,
+}
+
+/// A header value as SEP-2243 wants it: as is when safe ASCII, else `=?base64?…?=`.
+fn routing_value(s: &str) -> String {
+    let safe = !s.is_empty()
+        && s.bytes().all(|b| (0x20..=0x7e).contains(&b))
+        && !s.starts_with(' ')
+        && !s.ends_with(' ');
+    if safe {
+        s.to_string()
+    } else {
+        format!(
+            "=?base64?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(s)
+        )
+    }
+}
+
+fn retry_after(h: &reqwest::header::HeaderMap) -> Option<u64> {
+    h.get("retry-after")?.to_str().ok()?.trim().parse().ok()
+}
+
+impl McpUpstream {
+    /// Builds the client; nothing is sent until the first call.
+    pub fn new(opts: McpOptions) -> Result<Self, String> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(opts.connect_timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .pool_idle_timeout(Duration::from_secs(90))
+            .build()
+            .map_err(|e| format!("cannot build the MCP client: {e}"))?;
+        Ok(McpUpstream {
+            opts,
+            http,
+            era: Mutex::new(None),
+            negotiating: tokio::sync::Mutex::new(()),
+            next_id: AtomicU64::new(1),
+        })
+    }
+
+    /// The endpoint URL.
+    pub fn url(&self) -> &str {
+        &self.opts.url
+    }
+
+    /// The era found so far (`None` before the first call or after a session expired).
+    pub fn era(&self) -> Option<Era> {
+        self.era.lock().map(|e| e.clone()).unwrap_or(None)
+    }
+
+    fn set_era(&self, era: Option<Era>) {
+        if let Ok(mut e) = self.era.lock() {
+            *e = era;
+        }
+    }
+
+    /// Calls `tools/call` and returns the `CallToolResult` object, within the timeout.
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<Value, McpError> {
+        self.call_tool_with(name, arguments, &http::HeaderMap::new())
+            .await
+    }
+
+    /// As [`Self::call_tool`], with extra HTTP headers on the `tools/call` request (never on
+    /// discovery or `initialize`).
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        headers: &http::HeaderMap,
+    ) -> Result<Value, McpError> {
+        let timeout = self.opts.timeout;
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let params = json!({ "name": name, "arguments": arguments });
+        let guard = CancelOnDrop {
+            upstream: self,
+            id,
+            armed: true,
+        };
+        let result = tokio::time::timeout(
+            timeout,
+            self.call(id, "tools/call", params, Some(name), headers),
+        )
+        .await
+        .unwrap_or(Err(McpError::Timeout(timeout)));
+        let mut guard = guard;
+        guard.armed = matches!(result, Err(McpError::Timeout(_)));
+        drop(guard);
+        result
+    }
+
+    /// One request: negotiates if needed, re-initializes once on an expired session.
+    async fn call(
+        &self,
+        id: u64,
+        method: &str,
+        params: Value,
+        name: Option<&str>,
+        headers: &http::HeaderMap,
+    ) -> Result<Value, McpError> {
+        let mut renewed = false;
+        loop {
+            let era = self.ensure_era().await?;
+            let answer = self
+                .exchange(&era, id, method, &params, name, headers)
+                .await?;
+            if answer.status == 404
+                && let Era::Legacy {
+                    session: Some(_), ..
+                } = &era
+                && !renewed
+            {
+                // The session expired: forget it and start a new one, once.
+                tracing::info!(url = %self.opts.url, "upstream MCP session expired; re-initializing");
+                self.forget(&era);
+                renewed = true;
+                continue;
+            }
+            return result_of(answer);
+        }
+    }
+
+    /// Clears the era if it is still `stale` (another call may have renewed it already).
+    fn forget(&self, stale: &Era) {
+        if let Ok(mut e) = self.era.lock()
+            && e.as_ref() == Some(stale)
+        {
+            *e = None;
+        }
+    }
+
+    async fn ensure_era(&self) -> Result<Era, McpError> {
+        if let Some(era) = self.era() {
+            return Ok(era);
+        }
+        let _one = self.negotiating.lock().await;
+        if let Some(era) = self.era() {
+            return Ok(era);
+        }
+        let era = self.negotiate().await?;
+        let version = match &era {
+            Era::Modern => MODERN,
+            Era::Legacy { version, .. } => version.as_str(),
+        };
+        tracing::info!(url = %self.opts.url, version, "upstream MCP server: protocol version chosen");
+        self.set_era(Some(era.clone()));
+        Ok(era)
+    }
+
+    /// `server/discover` first; anything but a result naming [`MODERN`] falls back to
+    /// `initialize` + `notifications/initialized`.
+    async fn negotiate(&self) -> Result<Era, McpError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let answer = self
+            .exchange(
+                &Era::Modern,
+                id,
+                "server/discover",
+                &json!({}),
+                None,
+                &http::HeaderMap::new(),
+            )
+            .await?;
+        if answer.status == 200
+            && let Some(r) = answer.message.as_ref().and_then(|m| m.get("result"))
+        {
+            let speaks = r
+                .get("supportedVersions")
+                .and_then(Value::as_array)
+                .is_none_or(|v| v.iter().any(|x| x.as_str() == Some(MODERN)));
+            if speaks {
+                return Ok(Era::Modern);
+            }
+        }
+        if answer.status >= 500 {
+            return Err(McpError::Status {
+                status: answer.status,
+                retry_after: answer.retry_after,
+            });
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let params = json!({
+            "protocolVersion": LEGACY,
+            "capabilities": {},
+            "clientInfo": { "name": "portico", "version": env!("CARGO_PKG_VERSION") }
+        });
+        let boot = Era::Legacy {
+            version: LEGACY.into(),
+            session: None,
+        };
+        let answer = self
+            .exchange(
+                &boot,
+                id,
+                "initialize",
+                &params,
+                None,
+                &http::HeaderMap::new(),
+            )
+            .await?;
+        let session = answer.session.clone();
+        let result = result_of(answer)?;
+        let version = result
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        if !LEGACY_OK.contains(&version.as_str()) {
+            return Err(McpError::BadResponse(format!(
+                "the server speaks neither {MODERN} nor a session era portico knows (it chose `{version}`)"
+            )));
+        }
+        let era = Era::Legacy { version, session };
+        self.notify(&era, "notifications/initialized", json!({}))
+            .await?;
+        Ok(era)
+    }
+
+    /// Sends a notification (expects 202, tolerates 200/204).
+    async fn notify(&self, era: &Era, method: &str, params: Value) -> Result<(), McpError> {
+        let body = json!({ "jsonrpc": "2.0", "method": method, "params": params });
+        let resp = self
+            .request(era, method, None)
+            .json(&body)
+            .send()
+            .await
+            .map_err(transport_error)?;
+        let status = resp.status().as_u16();
+        if (200..300).contains(&status) {
+            Ok(())
+        } else {
+            Err(McpError::Status {
+                status,
+                retry_after: retry_after(resp.headers()),
+            })
+        }
+    }
+
+    fn request(&self, era: &Era, method: &str, name: Option<&str>) -> reqwest::RequestBuilder {
+        let mut rb = self
+            .http
+            .post(&self.opts.url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json");
+        match era {
+            Era::Modern => {
+                rb = rb
+                    .header("mcp-protocol-version", MODERN)
+                    .header("mcp-method", method);
+                if let Some(n) = name {
+                    rb = rb.header("mcp-name", routing_value(n));
+                }
+            }
+            Era::Legacy { version, session } => {
+                if method != "initialize" {
+                    rb = rb.header("mcp-protocol-version", version.as_str());
+                }
+                if let Some(s) = session {
+                    rb = rb.header("mcp-session-id", s.as_str());
+                }
+            }
+        }
+        rb
+    }
+
+    /// Sends one request and reads its answer (JSON, or SSE up to the matching response).
+    async fn exchange(
+        &self,
+        era: &Era,
+        id: u64,
+        method: &str,
+        params: &Value,
+        name: Option<&str>,
+        headers: &http::HeaderMap,
+    ) -> Result<Answer, McpError> {
+        let mut params = params.clone();
+        if *era == Era::Modern
+            && let Value::Object(p) = &mut params
+        {
+            let meta = p
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(m) = meta {
+                m.insert(
+                    "io.modelcontextprotocol/protocolVersion".into(),
+                    Value::from(MODERN),
+                );
+                m.insert(
+                    "io.modelcontextprotocol/clientCapabilities".into(),
+                    json!({}),
+                );
+                m.insert(
+                    "io.modelcontextprotocol/clientInfo".into(),
+                    json!({ "name": "portico", "version": env!("CARGO_PKG_VERSION") }),
+                );
+            }
+        }
+        let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+        let resp = self
+            .request(era, method, name)
+            .headers(headers.clone())
+            .json(&body)
+            .send()
+            .await
+            .map_err(transport_error)?;
+        let status = resp.status().as_u16();
+        let session = resp
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let retry = retry_after(resp.headers());
+        let sse = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.trim_start().starts_with("text/event-stream"));
+        let message = if sse {
+            Some(self.read_sse(resp, id).await?)
+        } else {
+            let bytes = self.read_body(resp).await?;
+            serde_json::from_slice::<Value>(&bytes)
+                .ok()
+                .filter(Value::is_object)
+        };
+        Ok(Answer {
+            status,
+            session,
+            message,
+            retry_after: retry,
+        })
+    }
+
+    async fn read_body(&self, mut resp: reqwest::Response) -> Result<BytesMut, McpError> {
+        let mut buf = BytesMut::new();
+        while let Some(chunk) = resp.chunk().await.map_err(transport_error)? {
+            if buf.len() + chunk.len() > self.opts.max_response_bytes {
+                return Err(McpError::BadResponse(format!(
+                    "the answer is larger than {} bytes",
+                    self.opts.max_response_bytes
+                )));
+            }
+            buf.extend_from_slice(&chunk);
+        }
+        Ok(buf)
+    }
+
+    /// Reads SSE events until the JSON-RPC response with `id`; notifications before it are
+    /// skipped. Returning drops the stream (closing it is the 2026-07-28 cancellation).
+    async fn read_sse(&self, mut resp: reqwest::Response, id: u64) -> Result<Value, McpError> {
+        let mut buf: Vec<u8> = Vec::new();
+        let mut read = 0usize;
+        loop {
+            while let Some(end) = event_end(&buf) {
+                let event: Vec<u8> = buf.drain(..end.0).collect();
+                buf.drain(..end.1 - end.0);
+                if let Some(msg) = sse_data(&event)
+                    && msg.get("id").and_then(Value::as_u64) == Some(id)
+                    && (msg.get("result").is_some() || msg.get("error").is_some())
+                {
+                    // Servers close the stream after the response; reading its end lets the
+                    // connection go back to the pool. One that keeps it open loses the connection.
+                    let _ = tokio::time::timeout(STREAM_END_WAIT, async {
+                        while let Ok(Some(_)) = resp.chunk().await {}
+                    })
+                    .await;
+                    return Ok(msg);
+                }
+            }
+            match resp.chunk().await.map_err(transport_error)? {
+                Some(chunk) => {
+                    read += chunk.len();
+                    if read > self.opts.max_response_bytes {
+                        return Err(McpError::BadResponse(format!(
+                            "the event stream passed {} bytes without the response",
+                            self.opts.max_response_bytes
+                        )));
+                    }
+                    buf.extend_from_slice(&chunk);
+                }
+                None => {
+                    return Err(McpError::BadResponse(
+                        "the event stream ended without the response".into(),
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// Sends `notifications/cancelled` (session era) for a call that timed out or was dropped.
+struct CancelOnDrop<'a> {
+    upstream: &'a McpUpstream,
+    id: u64,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let Some(era @ Era::Legacy { .. }) = self.upstream.era() else {
+            return;
+        };
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let rb = self
+            .upstream
+            .request(&era, "notifications/cancelled", None)
+            .json(&json!({
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": { "requestId": self.id, "reason": "portico: the REST caller's timeout passed or it went away" }
+            }))
+            .timeout(Duration::from_secs(5));
+        handle.spawn(async move {
+            let _ = rb.send().await;
+        });
+    }
+}
+
+/// End of the first SSE event in `buf`: (event length, length including the blank line).
+fn event_end(buf: &[u8]) -> Option<(usize, usize)> {
+    let mut i = 0;
+    while i < buf.len() {
+        if buf[i..].starts_with(b"\r\n\r\n") {
+            return Some((i, i + 4));
+        }
+        if buf[i..].starts_with(b"\n\n") || buf[i..].starts_with(b"\r\r") {
+            return Some((i, i + 2));
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The JSON message in an event's `data:` lines (joined by `\n`), if any.
+fn sse_data(event: &[u8]) -> Option<Value> {
+    let text = std::str::from_utf8(event).ok()?;
+    let mut data = String::new();
+    let mut any = false;
+    for line in text.split(['\n', '\r']) {
+        if let Some(rest) = line.strip_prefix("data:") {
+            if any {
+                data.push('\n');
+            }
+            data.push_str(rest.strip_prefix(' ').unwrap_or(rest));
+            any = true;
+        }
+    }
+    if !any || data.trim().is_empty() {
+        return None;
+    }
+    serde_json::from_str(&data).ok()
+}
+
+fn transport_error(e: reqwest::Error) -> McpError {
+    if e.is_connect() {
+        McpError::Unreachable(e.to_string())
+    } else if e.is_timeout() {
+        McpError::Timeout(Duration::ZERO)
+    } else {
+        McpError::BadResponse(format!("transport: {e}"))
+    }
+}
+
+/// The `result` of an answer, or the error it carries.
+fn result_of(a: Answer) -> Result<Value, McpError> {
+    match a.message {
+        Some(mut m) => {
+            if let Some(e) = m.get_mut("error").map(Value::take) {
+                return Err(McpError::Rpc {
+                    code: e.get("code").and_then(Value::as_i64).unwrap_or(-32603),
+                    message: e
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                    data: e.get("data").cloned(),
+                    status: a.status,
+                    retry_after: a.retry_after,
+                });
+            }
+            match m.get_mut("result").map(Value::take) {
+                Some(r @ Value::Object(_)) if (200..300).contains(&a.status) => Ok(r),
+                Some(_) => Err(McpError::BadResponse(
+                    "the result is not a JSON object".into(),
+                )),
+                None if a.status >= 400 => Err(McpError::Status {
+                    status: a.status,
+                    retry_after: a.retry_after,
+                }),
+                None => Err(McpError::BadResponse(
+                    "neither `result` nor `error` in the answer".into(),
+                )),
+            }
+        }
+        None if a.status >= 400 => Err(McpError::Status {
+            status: a.status,
+            retry_after: a.retry_after,
+        }),
+        None => Err(McpError::BadResponse(format!(
+            "HTTP {} without a JSON-RPC message",
+            a.status
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sse_events_are_split_and_decoded() {
+        let buf = b": keep-alive\n\nid: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\n data\r\n\r\nrest";
+        let (a, b) = event_end(buf).unwrap();
+        assert_eq!(&buf[..a], b": keep-alive");
+        assert_eq!(sse_data(&buf[..a]), None);
+        let (c, _) = event_end(&buf[b..]).unwrap();
+        // A broken JSON payload is no message.
+        assert_eq!(sse_data(&buf[b..b + c]), None);
+        let ok = b"event: message\ndata: {\"jsonrpc\":\"2.0\",\ndata: \"id\":3,\"result\":{}}";
+        assert_eq!(
+            sse_data(ok),
+            Some(json!({"jsonrpc":"2.0","id":3,"result":{}}))
+        );
+    }
+
+    #[test]
+    fn routing_headers_encode_unsafe_names() {
+        assert_eq!(routing_value("usp_bookings_get"), "usp_bookings_get");
+        assert_eq!(routing_value("café"), "=?base64?Y2Fmw6k=?=");
+        assert_eq!(routing_value(" x"), "=?base64?IHg=?=");
+    }
+}
