@@ -108,12 +108,7 @@ async fn run(tool: &Tool, args: Value) -> Reply {
     // same key reaches the backend again.
     let (reply, keep) = match request::build(tool, &call) {
         Err(f) => (reply_for(tool, &call, Outcome::Failure(f)), true),
-        Ok(req) => match crate::ops::metrics::upstream(
-            tool,
-            rest::send(&tool.business.backend, req, tool.timeout),
-        )
-        .await
-        {
+        Ok(req) => match backend_call(tool, req, call.meta.idempotency_key.is_some()).await {
             Err(f) => (reply_for(tool, &call, Outcome::Failure(f)), false),
             Ok(resp) => {
                 let keep = resp.status < 500 && resp.status != 429;
@@ -125,6 +120,22 @@ async fn run(tool: &Tool, args: Value) -> Reply {
         leader.finish(&reply, keep);
     }
     reply
+}
+
+/// The backend call through the backend's limit, breaker and retry policy; each attempt is
+/// timed and counted.
+async fn backend_call(
+    tool: &Tool,
+    req: request::RestRequest,
+    keyed: bool,
+) -> Result<response::RestResponse, Failure> {
+    let backend = &tool.business.backend;
+    backend
+        .resilience
+        .call(req, tool.timeout, keyed, |req, left| {
+            crate::ops::metrics::upstream(tool, rest::send(backend, req, left))
+        })
+        .await
 }
 
 /// The pure first half: validates the arguments against `inputSchema`, extracts the binding's

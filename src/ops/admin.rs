@@ -42,6 +42,8 @@ pub struct BackendState {
     pub state: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Circuit breaker and concurrency (read when reported, never cached).
+    pub resilience: crate::upstream::resilience::Snapshot,
 }
 
 /// What the admin routes read.
@@ -74,12 +76,19 @@ impl Admin {
     /// Probes every backend of the configuration now serving (cached for `probe_cache`).
     pub async fn backends(&self) -> Vec<BackendState> {
         let mut cache = self.cache.lock().await;
+        let gateway = self.core.gateway.load_full();
         if let Some((at, states)) = cache.as_ref()
             && at.elapsed() < self.opts.probe_cache
         {
-            return states.clone();
+            // The reachability probe is cached; the breaker is read now.
+            let mut states = states.clone();
+            for s in states.iter_mut() {
+                if let Some(b) = gateway.businesses.iter().find(|b| b.name == s.business) {
+                    s.resilience = b.backend.resilience.snapshot();
+                }
+            }
+            return states;
         }
-        let gateway = self.core.gateway.load_full();
         let probes = gateway.businesses.iter().map(|b| {
             let base = b.backend.base.clone();
             let business = b.name.clone();
@@ -91,6 +100,7 @@ impl Admin {
                     backend: base,
                     state: if error.is_none() { "up" } else { "down" },
                     error,
+                    resilience: b.backend.resilience.snapshot(),
                 }
             }
         });
@@ -102,7 +112,11 @@ impl Admin {
     async fn readyz(&self) -> Response<Full<Bytes>> {
         let backends = self.backends().await;
         let draining = *self.closing.borrow();
-        let ready = !draining && backends.iter().all(|b| b.state == "up");
+        // Ready: every backend reachable and none behind an open breaker.
+        let ready = !draining
+            && backends
+                .iter()
+                .all(|b| b.state == "up" && b.resilience.breaker != "open");
         let gateway = self.core.gateway.load();
         let body = json!({
             "ready": ready,
@@ -139,11 +153,16 @@ impl Admin {
             ),
             "/healthz" => respond(StatusCode::OK, "text/plain", "ok\n"),
             "/readyz" => self.readyz().await,
-            "/metrics" => respond(
-                StatusCode::OK,
-                "text/plain; version=0.0.4; charset=utf-8",
-                super::metrics::render(),
-            ),
+            "/metrics" => {
+                for b in self.core.gateway.load().businesses.iter() {
+                    super::metrics::breaker_state(&b.name, b.backend.resilience.breaker());
+                }
+                respond(
+                    StatusCode::OK,
+                    "text/plain; version=0.0.4; charset=utf-8",
+                    super::metrics::render(),
+                )
+            }
             _ => respond(StatusCode::NOT_FOUND, "text/plain", "not found\n"),
         }
     }

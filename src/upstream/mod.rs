@@ -2,4 +2,5 @@
 //! They own connections, timeouts and body limits; they never interpret protocol semantics.
 
 pub mod pool;
+pub mod resilience;
 pub mod rest;
