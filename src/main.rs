@@ -94,6 +94,13 @@ enum Command {
         /// sender is answered) and read back at start; default: memory only.
         #[arg(long, env = "PORTICO_WEBHOOK_JOURNAL")]
         webhook_journal: Option<PathBuf>,
+        /// PEM certificate chain: serve the MCP listener (and /webhooks) over TLS. Reloaded
+        /// when the file changes. Needs --tls-key.
+        #[arg(long, env = "PORTICO_TLS_CERT", requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        /// PEM private key (PKCS#8, PKCS#1 or SEC1) of --tls-cert.
+        #[arg(long, env = "PORTICO_TLS_KEY", requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
     },
     /// Serve MCP over stdio (one JSON-RPC message per line; logs go to stderr).
     Stdio {
@@ -324,8 +331,22 @@ async fn main() -> ExitCode {
             server_name,
             webhook_key,
             webhook_journal,
+            tls_cert,
+            tls_key,
         } => {
             init_logging_as(log_format);
+            let tls = match tls_cert.zip(tls_key) {
+                None => None,
+                Some((cert, key)) => {
+                    match portico::ops::tls::Tls::load(portico::ops::tls::TlsFiles { cert, key }) {
+                        Ok(t) => Some(t),
+                        Err(e) => {
+                            eprintln!("TLS: {e}");
+                            return ExitCode::FAILURE;
+                        }
+                    }
+                }
+            };
             let webhook_key = match webhook_key.map(|p| load_webhook_key(&p)).transpose() {
                 Ok(k) => k,
                 Err(e) => {
@@ -341,6 +362,7 @@ async fn main() -> ExitCode {
                 shutdown_timeout,
                 webhook_key,
                 webhook_journal,
+                tls,
                 ..HttpOptions::default()
             };
             opts.allowed_hosts.extend(allowed_hosts);

@@ -52,6 +52,9 @@ pub const BREAKER_TRANSITIONS: &str = "portico_breaker_transitions_total";
 /// Circuit breaker state by business: 0 closed, 1 open, 2 half-open.
 pub const BREAKER_STATE: &str = "portico_breaker_state";
 
+/// TLS certificate reloads by result (`applied`, `refused`).
+pub const TLS_RELOADS: &str = "portico_tls_reloads_total";
+
 /// Latency buckets in seconds: 1 ms to 30 s.
 const BUCKETS: &[f64] = &[
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
@@ -158,6 +161,10 @@ fn describe() {
     describe_gauge!(
         BREAKER_STATE,
         "circuit breaker state by business: 0 closed, 1 open, 2 half-open"
+    );
+    describe_counter!(
+        TLS_RELOADS,
+        "TLS certificate reloads by result (applied, refused: the previous certificate stays)"
     );
     describe_counter!(
         WEBHOOK_REPLAYED,
@@ -287,6 +294,12 @@ pub fn breaker_changed(business: &str, to: crate::upstream::resilience::BreakerS
 /// running out changes no counter).
 pub fn breaker_state(business: &str, state: crate::upstream::resilience::BreakerState) {
     gauge!(BREAKER_STATE, "business" => business.to_owned()).set(state.gauge());
+}
+
+/// Counts a TLS certificate reload attempt.
+pub fn tls_reload(applied: bool) {
+    let result = if applied { "applied" } else { "refused" };
+    counter!(TLS_RELOADS, "result" => result).increment(1);
 }
 
 /// Counts an open SSE stream until dropped.
