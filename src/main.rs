@@ -157,6 +157,16 @@ enum Command {
         #[arg(long, default_value = "300s", value_parser = duration)]
         max_age: Duration,
     },
+    /// Exit 0 when a URL answers 2xx (default: the admin /healthz); for container health
+    /// checks in images without curl.
+    Health {
+        /// URL to GET.
+        #[arg(long, default_value = "http://127.0.0.1:9090/healthz")]
+        url: String,
+        /// Longest wait for the answer.
+        #[arg(long, default_value = "2s", value_parser = duration)]
+        timeout: Duration,
+    },
     /// Load and compile mapping files and OpenRPC documents; report every problem.
     Check {
         #[arg(required = true)]
@@ -295,6 +305,11 @@ async fn main() -> ExitCode {
         } => cli_result(portico::webhook::cli::verify(
             &jwks, &url, &headers, &body, max_age,
         )),
+        Command::Health { url, timeout } => cli_result(
+            portico::ops::admin::check_url(&url, timeout)
+                .await
+                .map(|s| s + "\n"),
+        ),
         Command::Check { paths, strict } => {
             let report = portico::check::run(&paths);
             for d in &report.diagnostics {

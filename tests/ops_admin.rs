@@ -153,3 +153,31 @@ async fn admin_routes_are_not_on_the_mcp_port() {
     assert_eq!(a.status, 405, "{}", a.text);
     gw.stop().await.unwrap();
 }
+
+/// `portico health` (the container image's HEALTHCHECK): exit 0 on a 2xx, 1 with the reason
+/// otherwise.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_health_command_checks_the_admin_listener() {
+    let (addr, _seen) = test_backend().await;
+    let dir = fixture_with_backend("gateway", &addr.to_string());
+    let gw = gateway_with_admin(&[dir.join("plain.yaml")]).await;
+    let admin = gw.admin_url().unwrap();
+    let health = |url: String| {
+        tokio::task::spawn_blocking(move || {
+            std::process::Command::new(env!("CARGO_BIN_EXE_portico"))
+                .args(["health", "--url", &url])
+                .output()
+                .unwrap()
+        })
+    };
+    let ok = health(format!("{admin}healthz")).await.unwrap();
+    assert_eq!(ok.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&ok.stdout).contains("200 OK"));
+    let missing = health(format!("{admin}nope")).await.unwrap();
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("404"));
+    gw.stop().await.unwrap();
+    let down = health(format!("{admin}healthz")).await.unwrap();
+    assert_eq!(down.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&down.stderr).contains("failed"));
+}

@@ -233,3 +233,26 @@ pub async fn serve(listener: TcpListener, admin: Arc<Admin>, mut stop: watch::Re
         });
     }
 }
+
+/// `portico health`: one GET of `url` (an admin `/healthz`, or any loopback HTTP URL) within
+/// `timeout`; `Ok` with the status line when it is 2xx. For container health checks in images
+/// that have no HTTP client.
+pub async fn check_url(url: &str, timeout: Duration) -> Result<String, String> {
+    let client = reqwest::Client::builder()
+        .timeout(timeout)
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| format!("cannot build an HTTP client: {e}"))?;
+    let resp = client
+        .get(url)
+        .send()
+        .await
+        .map_err(|e| format!("GET {url} failed: {e}"))?;
+    let status = resp.status();
+    if status.is_success() {
+        Ok(format!("{url}: {status}"))
+    } else {
+        Err(format!("{url}: {status}"))
+    }
+}
