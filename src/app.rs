@@ -122,7 +122,13 @@ pub async fn start_with(
         Some(l) => {
             let bound = l.local_addr()?;
             let closing = server.closing.subscribe();
-            let a = Admin::new(core.clone(), status.clone(), closing, ops.admin_opts);
+            let a = Admin::new(
+                core.clone(),
+                status.clone(),
+                closing,
+                ops.admin_opts,
+                Some(server.webhooks.clone()),
+            );
             (Some(bound), Some(tokio::spawn(admin::serve(l, a, stop_rx))))
         }
         None => (None, None),

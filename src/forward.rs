@@ -57,6 +57,7 @@ pub async fn call_tool(gateway: &Gateway, name: &str, arguments: Option<Value>) 
     };
     let took = started.elapsed();
     let status = crate::ops::metrics::tool_call(tool, outcome, &reply, took);
+    crate::ops::recent::record(tool, outcome, status, code, took);
     span.in_scope(|| {
         tracing::info!(
             business = %tool.business.name,

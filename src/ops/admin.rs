@@ -1,6 +1,7 @@
-//! The admin listener, on its own port: `/healthz` (alive), `/readyz` (configuration loaded and
-//! every backend reachable), `/metrics` (Prometheus text). It must never serve MCP, never be
-//! mounted on the MCP port, and never let a slow backend probe stall it (short, cached probes).
+//! The admin listener, on its own port: `/` (the HTML status page), `/healthz` (alive), `/readyz`
+//! (configuration loaded and every backend reachable), `/metrics` (Prometheus text). It must
+//! never serve MCP, never be mounted on the MCP port, and never let a slow backend probe stall
+//! it (short, cached probes).
 
 use super::reload::ReloadStatus;
 use crate::mcp::handler::Core;
@@ -53,6 +54,8 @@ pub struct Admin {
     /// True once the MCP listener is draining for shutdown.
     closing: watch::Receiver<bool>,
     opts: AdminOptions,
+    /// Webhook ingress of the MCP listener, for the status page.
+    webhooks: Option<Arc<crate::webhook::ingress::Ingress>>,
     /// Last probe result; the async mutex also makes concurrent `/readyz` calls share one probe.
     cache: Mutex<Option<(Instant, Vec<BackendState>)>>,
 }
@@ -63,12 +66,14 @@ impl Admin {
         reload: Arc<ReloadStatus>,
         closing: watch::Receiver<bool>,
         opts: AdminOptions,
+        webhooks: Option<Arc<crate::webhook::ingress::Ingress>>,
     ) -> Arc<Self> {
         Arc::new(Admin {
             core,
             reload,
             closing,
             opts,
+            webhooks,
             cache: Mutex::new(None),
         })
     }
@@ -109,14 +114,51 @@ impl Admin {
         states
     }
 
-    async fn readyz(&self) -> Response<Full<Bytes>> {
-        let backends = self.backends().await;
+    /// Ready: not draining, every backend reachable and none behind an open breaker.
+    fn ready(&self, backends: &[BackendState]) -> (bool, bool) {
         let draining = *self.closing.borrow();
-        // Ready: every backend reachable and none behind an open breaker.
         let ready = !draining
             && backends
                 .iter()
                 .all(|b| b.state == "up" && b.resilience.breaker != "open");
+        (ready, draining)
+    }
+
+    /// The HTML status page (`ops::status`), served with a policy that forbids any fetch.
+    async fn status_page(&self) -> Response<Full<Bytes>> {
+        let backends = self.backends().await;
+        let (ready, draining) = self.ready(&backends);
+        let gateway = self.core.gateway.load_full();
+        let webhooks = self.webhooks.as_ref().map(|w| super::status::Webhooks {
+            clients: w.hub.clients(),
+            events: w.hub.recent(20),
+            dead: w
+                .egress
+                .as_ref()
+                .map(|e| e.dead_letters())
+                .unwrap_or_default(),
+        });
+        let page = super::status::render(&super::status::StatusData {
+            gateway: &gateway,
+            backends: &backends,
+            ready,
+            draining,
+            reload: self.reload.report(),
+            history: self.reload.history(),
+            calls: super::recent::snapshot(),
+            webhooks,
+        });
+        let mut r = respond(StatusCode::OK, "text/html; charset=utf-8", page);
+        r.headers_mut().insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static("default-src 'none'; style-src 'unsafe-inline'"),
+        );
+        r
+    }
+
+    async fn readyz(&self) -> Response<Full<Bytes>> {
+        let backends = self.backends().await;
+        let (ready, draining) = self.ready(&backends);
         let gateway = self.core.gateway.load();
         let body = json!({
             "ready": ready,
@@ -146,11 +188,7 @@ impl Admin {
             return r;
         }
         match req.uri().path() {
-            "/" => respond(
-                StatusCode::OK,
-                "text/plain; charset=utf-8",
-                "portico admin\n/healthz  process alive\n/readyz   configuration loaded and backends reachable (JSON detail)\n/metrics  Prometheus text format\n",
-            ),
+            "/" => self.status_page().await,
             "/healthz" => respond(StatusCode::OK, "text/plain", "ok\n"),
             "/readyz" => self.readyz().await,
             "/metrics" => {
