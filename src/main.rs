@@ -51,6 +51,8 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once at start; boxing the big `Serve` variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Serve MCP in front of the backends described by mapping files.
@@ -101,6 +103,10 @@ enum Command {
         /// PEM private key (PKCS#8, PKCS#1 or SEC1) of --tls-cert.
         #[arg(long, env = "PORTICO_TLS_KEY", requires = "tls_cert")]
         tls_key: Option<PathBuf>,
+        /// OTLP/HTTP collector (e.g. `http://127.0.0.1:4318`): export each call's span there
+        /// and send W3C `traceparent` to the backends.
+        #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+        otlp_endpoint: Option<String>,
     },
     /// Serve MCP over stdio (one JSON-RPC message per line; logs go to stderr).
     Stdio {
@@ -207,15 +213,38 @@ fn init_logging() {
 }
 
 fn init_logging_as(format: LogFormat) {
+    // Without an OTLP endpoint nothing can fail.
+    let _ = init_tracing(format, None);
+}
+
+/// Logs on stderr, plus OTLP trace export when `otlp` names a collector.
+fn init_tracing(
+    format: LogFormat,
+    otlp: Option<&str>,
+) -> Result<Option<portico::ops::otel::Otel>, portico::ops::otel::OtelError> {
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let fmt = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Json => fmt.json().init(),
-        LogFormat::Text => fmt.init(),
-    }
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let fmt = match format {
+        LogFormat::Json => fmt.json().boxed(),
+        LogFormat::Text => fmt.boxed(),
+    };
+    let (otel_layer, otel) = match otlp {
+        Some(endpoint) => {
+            let (layer, otel) = portico::ops::otel::layer(endpoint)?;
+            (Some(layer), Some(otel))
+        }
+        None => (None, None),
+    };
+    tracing_subscriber::registry()
+        .with(otel_layer)
+        .with(fmt)
+        .with(filter)
+        .init();
+    Ok(otel)
 }
 
 /// Loads the configuration, printing every diagnostic; logs warnings.
@@ -348,8 +377,15 @@ async fn main() -> ExitCode {
             webhook_journal,
             tls_cert,
             tls_key,
+            otlp_endpoint,
         } => {
-            init_logging_as(log_format);
+            let otel = match init_tracing(log_format, otlp_endpoint.as_deref()) {
+                Ok(o) => o,
+                Err(e) => {
+                    eprintln!("{e}");
+                    return ExitCode::FAILURE;
+                }
+            };
             let tls = match tls_cert.zip(tls_key) {
                 None => None,
                 Some((cert, key)) => {
@@ -408,7 +444,12 @@ async fn main() -> ExitCode {
             }
             wait_for_signal().await;
             tracing::info!("shutting down");
-            match running.stop().await {
+            let stopped = running.stop().await;
+            if let Some(otel) = otel {
+                // Flushing blocks on the exporter's thread.
+                let _ = tokio::task::spawn_blocking(move || otel.shutdown()).await;
+            }
+            match stopped {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("server error: {e}");

@@ -374,6 +374,7 @@ impl Resilience {
         let deadline = Instant::now() + timeout;
         let retryable = self.policy.attempts > 1 && (req.method.is_safe() || keyed);
         let mut req = req;
+        crate::ops::otel::inject(&mut req.headers);
         let mut n = 1;
         loop {
             let permit = self.admit()?;

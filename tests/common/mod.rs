@@ -405,3 +405,25 @@ pub fn sample(metrics: &str, prefix: &str) -> Option<f64> {
         .and_then(|l| l.rsplit(' ').next())
         .and_then(|v| v.parse().ok())
 }
+
+/// Serves HTTP/1.1 on `listener` (loopback) with `handler` for every request, until the test ends.
+pub fn serve_with<F, Fut>(listener: tokio::net::TcpListener, handler: F)
+where
+    F: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Response<Full<Bytes>>> + Send + 'static,
+{
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let handler = handler.clone();
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(move |req| {
+                    let fut = handler(req);
+                    async move { Ok::<_, std::convert::Infallible>(fut.await) }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+}
