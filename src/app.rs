@@ -37,12 +37,19 @@ pub struct Running {
     admin_stop: watch::Sender<bool>,
     admin_task: Option<JoinHandle<()>>,
     reloader: Option<JoinHandle<()>>,
+    /// Reloads the TLS certificate when its files change.
+    tls_watch: Option<JoinHandle<()>>,
 }
 
 impl Running {
     /// URL of the MCP endpoint.
     pub fn mcp_url(&self) -> String {
-        format!("http://{}{}", self.addr, self.server.opts.path)
+        let scheme = if self.server.opts.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}{}", self.addr, self.server.opts.path)
     }
 
     /// Base URL of the admin listener (with a trailing `/`).
@@ -53,8 +60,11 @@ impl Running {
     /// Stops accepting, lets in-flight requests finish (up to the shutdown timeout), ends SSE
     /// streams, then stops the reloader and the admin listener.
     pub async fn stop(mut self) -> std::io::Result<()> {
-        if let Some(r) = self.reloader.take() {
-            r.abort();
+        for task in [self.reloader.take(), self.tls_watch.take()]
+            .into_iter()
+            .flatten()
+        {
+            task.abort();
         }
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
@@ -112,11 +122,24 @@ pub async fn start_with(
         Some(l) => {
             let bound = l.local_addr()?;
             let closing = server.closing.subscribe();
-            let a = Admin::new(core.clone(), status.clone(), closing, ops.admin_opts);
+            let a = Admin::new(
+                core.clone(),
+                status.clone(),
+                closing,
+                ops.admin_opts,
+                Some(server.webhooks.clone()),
+            );
             (Some(bound), Some(tokio::spawn(admin::serve(l, a, stop_rx))))
         }
         None => (None, None),
     };
+    // The certificate is checked as often as the configuration (default 2 s).
+    let tls_every = ops
+        .watch
+        .as_ref()
+        .and_then(|w| w.interval)
+        .unwrap_or(std::time::Duration::from_secs(2));
+    let tls_watch = server.opts.tls.clone().map(|t| t.watch(tls_every));
     let reloader = ops
         .watch
         .map(|w| reload::spawn(core.clone(), w, status.clone()));
@@ -130,5 +153,6 @@ pub async fn start_with(
         admin_stop,
         admin_task,
         reloader,
+        tls_watch,
     })
 }

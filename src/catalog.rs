@@ -122,7 +122,13 @@ pub async fn read(g: &Gateway, uri: &str) -> Result<Vec<Value>, CatalogError> {
         body: None,
     };
     let autonym = res.business.binding.kind == crate::binding::Kind::Autonym;
-    let resp = match rest::send(backend, req, backend.timeout).await {
+    let resp = match backend
+        .resilience
+        .call(req, backend.timeout, false, |req, left| {
+            rest::send(backend, req, left)
+        })
+        .await
+    {
         Ok(r) => r,
         Err(f) if autonym => return Err(autonym_problem(&f)),
         Err(f) => {

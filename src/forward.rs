@@ -57,6 +57,7 @@ pub async fn call_tool(gateway: &Gateway, name: &str, arguments: Option<Value>) 
     };
     let took = started.elapsed();
     let status = crate::ops::metrics::tool_call(tool, outcome, &reply, took);
+    crate::ops::recent::record(tool, outcome, status, code, took);
     span.in_scope(|| {
         tracing::info!(
             business = %tool.business.name,
@@ -126,12 +127,7 @@ async fn run(tool: &Tool, args: Value) -> Reply {
     // same key reaches the backend again.
     let (reply, keep) = match request::build(tool, &call) {
         Err(f) => (reply_for(tool, &call, Outcome::Failure(f)), true),
-        Ok(req) => match crate::ops::metrics::upstream(
-            tool,
-            rest::send(&tool.business.backend, req, tool.timeout),
-        )
-        .await
-        {
+        Ok(req) => match backend_call(tool, req, call.meta.idempotency_key.is_some()).await {
             Err(f) => (reply_for(tool, &call, Outcome::Failure(f)), false),
             Ok(resp) => {
                 let keep = resp.status < 500 && resp.status != 429;
@@ -146,6 +142,22 @@ async fn run(tool: &Tool, args: Value) -> Reply {
         leader.finish(&reply, keep).await;
     }
     reply
+}
+
+/// The backend call through the backend's limit, breaker and retry policy; each attempt is
+/// timed and counted.
+async fn backend_call(
+    tool: &Tool,
+    req: request::RestRequest,
+    keyed: bool,
+) -> Result<response::RestResponse, Failure> {
+    let backend = &tool.business.backend;
+    backend
+        .resilience
+        .call(req, tool.timeout, keyed, |req, left| {
+            crate::ops::metrics::upstream(tool, rest::send(backend, req, left))
+        })
+        .await
 }
 
 /// The pure first half: validates the arguments against `inputSchema`, extracts the binding's

@@ -51,6 +51,8 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once at start; boxing the big `Serve` variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Serve MCP in front of the backends described by mapping files.
@@ -101,6 +103,17 @@ enum Command {
         /// Prefix of every shared-state key (replica sets sharing one Redis need their own).
         #[arg(long, default_value = "portico", env = "PORTICO_STATE_PREFIX")]
         state_prefix: String,
+        /// PEM certificate chain: serve the MCP listener (and /webhooks) over TLS. Reloaded
+        /// when the file changes. Needs --tls-key.
+        #[arg(long, env = "PORTICO_TLS_CERT", requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        /// PEM private key (PKCS#8, PKCS#1 or SEC1) of --tls-cert.
+        #[arg(long, env = "PORTICO_TLS_KEY", requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
+        /// OTLP/HTTP collector (e.g. `http://127.0.0.1:4318`): export each call's span there
+        /// and send W3C `traceparent` to the backends.
+        #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+        otlp_endpoint: Option<String>,
     },
     /// Serve MCP over stdio (one JSON-RPC message per line; logs go to stderr).
     Stdio {
@@ -183,6 +196,16 @@ enum Command {
         #[arg(long, default_value = "300s", value_parser = duration)]
         max_age: Duration,
     },
+    /// Exit 0 when a URL answers 2xx (default: the admin /healthz); for container health
+    /// checks in images without curl.
+    Health {
+        /// URL to GET.
+        #[arg(long, default_value = "http://127.0.0.1:9090/healthz")]
+        url: String,
+        /// Longest wait for the answer.
+        #[arg(long, default_value = "2s", value_parser = duration)]
+        timeout: Duration,
+    },
     /// Load and compile mapping files and OpenRPC documents; report every problem.
     Check {
         #[arg(required = true)]
@@ -223,15 +246,38 @@ fn init_logging() {
 }
 
 fn init_logging_as(format: LogFormat) {
+    // Without an OTLP endpoint nothing can fail.
+    let _ = init_tracing(format, None);
+}
+
+/// Logs on stderr, plus OTLP trace export when `otlp` names a collector.
+fn init_tracing(
+    format: LogFormat,
+    otlp: Option<&str>,
+) -> Result<Option<portico::ops::otel::Otel>, portico::ops::otel::OtelError> {
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let fmt = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Json => fmt.json().init(),
-        LogFormat::Text => fmt.init(),
-    }
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let fmt = match format {
+        LogFormat::Json => fmt.json().boxed(),
+        LogFormat::Text => fmt.boxed(),
+    };
+    let (otel_layer, otel) = match otlp {
+        Some(endpoint) => {
+            let (layer, otel) = portico::ops::otel::layer(endpoint)?;
+            (Some(layer), Some(otel))
+        }
+        None => (None, None),
+    };
+    tracing_subscriber::registry()
+        .with(otel_layer)
+        .with(fmt)
+        .with(filter)
+        .init();
+    Ok(otel)
 }
 
 /// Loads the configuration, printing every diagnostic; logs warnings.
@@ -321,6 +367,11 @@ async fn main() -> ExitCode {
         } => cli_result(portico::webhook::cli::verify(
             &jwks, &url, &headers, &body, max_age,
         )),
+        Command::Health { url, timeout } => cli_result(
+            portico::ops::admin::check_url(&url, timeout)
+                .await
+                .map(|s| s + "\n"),
+        ),
         Command::Check { paths, strict } => {
             let report = portico::check::run(&paths);
             for d in &report.diagnostics {
@@ -359,8 +410,17 @@ async fn main() -> ExitCode {
             webhook_journal,
             state,
             state_prefix,
+            tls_cert,
+            tls_key,
+            otlp_endpoint,
         } => {
-            init_logging_as(log_format);
+            let otel = match init_tracing(log_format, otlp_endpoint.as_deref()) {
+                Ok(o) => o,
+                Err(e) => {
+                    eprintln!("{e}");
+                    return ExitCode::FAILURE;
+                }
+            };
             if let Some(url) = state {
                 match portico::state::Shared::new(&url, &state_prefix) {
                     Ok(s) => {
@@ -377,6 +437,18 @@ async fn main() -> ExitCode {
                     }
                 }
             }
+            let tls = match tls_cert.zip(tls_key) {
+                None => None,
+                Some((cert, key)) => {
+                    match portico::ops::tls::Tls::load(portico::ops::tls::TlsFiles { cert, key }) {
+                        Ok(t) => Some(t),
+                        Err(e) => {
+                            eprintln!("TLS: {e}");
+                            return ExitCode::FAILURE;
+                        }
+                    }
+                }
+            };
             let webhook_key = match webhook_key.map(|p| load_webhook_key(&p)).transpose() {
                 Ok(k) => k,
                 Err(e) => {
@@ -392,6 +464,7 @@ async fn main() -> ExitCode {
                 shutdown_timeout,
                 webhook_key,
                 webhook_journal,
+                tls,
                 ..HttpOptions::default()
             };
             opts.allowed_hosts.extend(allowed_hosts);
@@ -422,7 +495,12 @@ async fn main() -> ExitCode {
             }
             wait_for_signal().await;
             tracing::info!("shutting down");
-            match running.stop().await {
+            let stopped = running.stop().await;
+            if let Some(otel) = otel {
+                // Flushing blocks on the exporter's thread.
+                let _ = tokio::task::spawn_blocking(move || otel.shutdown()).await;
+            }
+            match stopped {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("server error: {e}");

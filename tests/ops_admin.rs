@@ -6,9 +6,7 @@ mod common;
 use common::*;
 use portico::app::{Ops, Running};
 use serde_json::{Value, json};
-use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 
 async fn gateway_with_admin(files: &[PathBuf]) -> Running {
     let admin = Some("127.0.0.1:0".parse().unwrap());
@@ -26,15 +24,6 @@ async fn get(client: &reqwest::Client, url: &str) -> (u16, String) {
     let r = client.get(url).send().await.expect("admin answers");
     let status = r.status().as_u16();
     (status, r.text().await.unwrap_or_default())
-}
-
-/// The sample value of the series whose line starts with `prefix` (name plus labels).
-fn sample(metrics: &str, prefix: &str) -> Option<f64> {
-    metrics
-        .lines()
-        .find(|l| l.starts_with(prefix))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
 }
 
 #[tokio::test]
@@ -113,30 +102,6 @@ async fn healthz_readyz_and_metrics_on_the_admin_port() {
     gw.stop().await.unwrap();
 }
 
-/// `promtool check metrics` must accept the exposition (lint included).
-fn promtool_accepts(metrics: &str) {
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool is installed (Debian package `prometheus`; scripts/test installs it)");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(metrics.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "promtool check metrics failed:\n{}{}\n--- exposition ---\n{metrics}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 #[tokio::test]
 async fn readyz_is_503_naming_an_unreachable_backend() {
     // A port that was free a moment ago: nothing listens there.
@@ -187,4 +152,32 @@ async fn admin_routes_are_not_on_the_mcp_port() {
     .await;
     assert_eq!(a.status, 405, "{}", a.text);
     gw.stop().await.unwrap();
+}
+
+/// `portico health` (the container image's HEALTHCHECK): exit 0 on a 2xx, 1 with the reason
+/// otherwise.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_health_command_checks_the_admin_listener() {
+    let (addr, _seen) = test_backend().await;
+    let dir = fixture_with_backend("gateway", &addr.to_string());
+    let gw = gateway_with_admin(&[dir.join("plain.yaml")]).await;
+    let admin = gw.admin_url().unwrap();
+    let health = |url: String| {
+        tokio::task::spawn_blocking(move || {
+            std::process::Command::new(env!("CARGO_BIN_EXE_portico"))
+                .args(["health", "--url", &url])
+                .output()
+                .unwrap()
+        })
+    };
+    let ok = health(format!("{admin}healthz")).await.unwrap();
+    assert_eq!(ok.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&ok.stdout).contains("200 OK"));
+    let missing = health(format!("{admin}nope")).await.unwrap();
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("404"));
+    gw.stop().await.unwrap();
+    let down = health(format!("{admin}healthz")).await.unwrap();
+    assert_eq!(down.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&down.stderr).contains("failed"));
 }

@@ -547,8 +547,12 @@ async fn accepted_events_are_sent_on_signed_with_retries_and_dead_letters() {
         ],
         "{ initial: 10ms, retries: 2, max_total: 5s, timeout: 2s }",
     );
+    let admin = portico::app::Ops {
+        admin: Some("127.0.0.1:0".parse().unwrap()),
+        ..portico::app::Ops::default()
+    };
     let env = Env {
-        gw: gateway(&[file]).await,
+        gw: gateway_ops(&[file], admin).await,
         http: reqwest::Client::new(),
         keys,
     };
@@ -624,6 +628,24 @@ async fn accepted_events_are_sent_on_signed_with_retries_and_dead_letters() {
     assert_eq!(dead[0].url, format!("http://{recv_addr}/dead"));
     assert_eq!(dead[0].attempts, 3);
     assert_eq!(dead[0].last_error, "HTTP 503");
+    // The admin status page lists the accepted event and the dead letter.
+    let page = env
+        .http
+        .get(env.gw.admin_url().unwrap())
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("1 dead letter(s)"), "{page}");
+    assert!(
+        page.contains(&format!(
+            "<td><code>wh-out</code></td><td><code>http://{recv_addr}/dead</code></td><td>3</td><td>HTTP 503</td>"
+        )),
+        "{page}"
+    );
+    assert!(page.contains("<code>booking.confirmed</code>"), "{page}");
     env.gw.stop().await.unwrap();
 }
 

@@ -35,6 +35,8 @@ pub struct Backend {
     /// Static headers (secrets included: never logged, see `Debug`).
     pub headers: Vec<(HeaderName, HeaderValue)>,
     pub max_response_bytes: usize,
+    /// Concurrency limit, circuit breaker and retries (`upstream::resilience`).
+    pub resilience: crate::upstream::resilience::Resilience,
 }
 
 impl fmt::Debug for Backend {
@@ -856,7 +858,9 @@ fn compile_backend(
             }
         }
     }
-    let (timeout, connect) = (timeout?, connect?);
+    let resilience =
+        crate::upstream::resilience::compile(file, text, &spec.business, &base, b, diags);
+    let (timeout, connect, resilience) = (timeout?, connect?, resilience?);
     if !ok {
         return None;
     }
@@ -888,6 +892,7 @@ fn compile_backend(
             .max_response_bytes
             .unwrap_or(8 << 20)
             .min(usize::MAX as u64) as usize,
+        resilience,
     })
 }
 

@@ -160,6 +160,41 @@ pub struct BackendSpec {
     /// Largest backend response body accepted, in bytes; default 8 MiB.
     #[serde(default)]
     pub max_response_bytes: Option<u64>,
+    /// Retries of safe (GET/HEAD/OPTIONS) or keyed calls; default: none.
+    #[serde(default)]
+    pub retries: Option<BackendRetrySpec>,
+    /// Circuit breaker; default: opens after 5 consecutive failures, for 30s.
+    #[serde(default)]
+    pub breaker: Option<BreakerSpec>,
+    /// Most calls in flight to this backend; more are shed. Default 1024; 0 = no limit.
+    #[serde(default)]
+    pub max_concurrency: Option<u32>,
+}
+
+/// `backend.retries`: how often and how patiently a retryable call is sent again.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackendRetrySpec {
+    /// Attempts in all, the first included (1 = no retry); at most 10.
+    pub attempts: u32,
+    /// Delay before the first retry, doubled for each next one (default `100ms`); jittered.
+    #[serde(default)]
+    pub backoff: Option<String>,
+    /// Longest delay between two attempts (default `2s`).
+    #[serde(default)]
+    pub max_backoff: Option<String>,
+}
+
+/// `backend.breaker`: when calls to a failing backend are refused without trying.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BreakerSpec {
+    /// Consecutive failures that open the breaker (default 5; 0 turns the breaker off).
+    #[serde(default)]
+    pub failures: Option<u32>,
+    /// How long it stays open before one trial call is let through (default `30s`).
+    #[serde(default)]
+    pub open_for: Option<String>,
 }
 
 /// Protocol envelope values.

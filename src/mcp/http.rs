@@ -48,6 +48,8 @@ pub struct HttpOptions {
     /// The webhook journal file (accepted events and deliveries survive a restart); `None`:
     /// in memory only.
     pub webhook_journal: Option<std::path::PathBuf>,
+    /// TLS for this listener (`ops::tls`); `None`: plain HTTP.
+    pub tls: Option<Arc<crate::ops::tls::Tls>>,
 }
 
 impl Default for HttpOptions {
@@ -64,6 +66,7 @@ impl Default for HttpOptions {
             shutdown_timeout: Duration::from_secs(10),
             webhook_key: None,
             webhook_journal: None,
+            tls: None,
         }
     }
 }
@@ -1349,15 +1352,32 @@ pub async fn serve(
                     }
                 };
                 let _ = stream.set_nodelay(true);
+                let tls = server.opts.tls.clone();
                 let server = server.clone();
                 let svc = hyper::service::service_fn(move |req| {
                     let server = server.clone();
                     async move { Ok::<_, Infallible>(server.handle(req).await) }
                 });
-                let conn = Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(TokioIo::new(stream), svc).into_owned();
-                let conn = graceful.watch(conn);
+                let Some(tls) = tls else {
+                    let conn = Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(TokioIo::new(stream), svc).into_owned();
+                    let conn = graceful.watch(conn);
+                    tokio::spawn(async move {
+                        if let Err(e) = conn.await {
+                            tracing::debug!(error = %e, "connection ended with an error");
+                        }
+                    });
+                    continue;
+                };
+                // TLS: the handshake runs in the connection's task; the watcher holds shutdown
+                // until the connection is done.
+                let watcher = graceful.watcher();
                 tokio::spawn(async move {
-                    if let Err(e) = conn.await {
+                    let stream = match tls.accept(stream).await {
+                        Ok(s) => s,
+                        Err(e) => return tracing::debug!(error = %e, "TLS handshake failed"),
+                    };
+                    let conn = Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(TokioIo::new(stream), svc).into_owned();
+                    if let Err(e) = watcher.watch(conn).await {
                         tracing::debug!(error = %e, "connection ended with an error");
                     }
                 });

@@ -1,6 +1,7 @@
-//! The admin listener, on its own port: `/healthz` (alive), `/readyz` (configuration loaded and
-//! every backend reachable), `/metrics` (Prometheus text). It must never serve MCP, never be
-//! mounted on the MCP port, and never let a slow backend probe stall it (short, cached probes).
+//! The admin listener, on its own port: `/` (the HTML status page), `/healthz` (alive), `/readyz`
+//! (configuration loaded and every backend reachable), `/metrics` (Prometheus text). It must
+//! never serve MCP, never be mounted on the MCP port, and never let a slow backend probe stall
+//! it (short, cached probes).
 
 use super::reload::ReloadStatus;
 use crate::mcp::handler::Core;
@@ -42,6 +43,8 @@ pub struct BackendState {
     pub state: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Circuit breaker and concurrency (read when reported, never cached).
+    pub resilience: crate::upstream::resilience::Snapshot,
 }
 
 /// What the admin routes read.
@@ -51,6 +54,8 @@ pub struct Admin {
     /// True once the MCP listener is draining for shutdown.
     closing: watch::Receiver<bool>,
     opts: AdminOptions,
+    /// Webhook ingress of the MCP listener, for the status page.
+    webhooks: Option<Arc<crate::webhook::ingress::Ingress>>,
     /// Last probe result; the async mutex also makes concurrent `/readyz` calls share one probe.
     cache: Mutex<Option<(Instant, Vec<BackendState>)>>,
 }
@@ -61,12 +66,14 @@ impl Admin {
         reload: Arc<ReloadStatus>,
         closing: watch::Receiver<bool>,
         opts: AdminOptions,
+        webhooks: Option<Arc<crate::webhook::ingress::Ingress>>,
     ) -> Arc<Self> {
         Arc::new(Admin {
             core,
             reload,
             closing,
             opts,
+            webhooks,
             cache: Mutex::new(None),
         })
     }
@@ -74,12 +81,19 @@ impl Admin {
     /// Probes every backend of the configuration now serving (cached for `probe_cache`).
     pub async fn backends(&self) -> Vec<BackendState> {
         let mut cache = self.cache.lock().await;
+        let gateway = self.core.gateway.load_full();
         if let Some((at, states)) = cache.as_ref()
             && at.elapsed() < self.opts.probe_cache
         {
-            return states.clone();
+            // The reachability probe is cached; the breaker is read now.
+            let mut states = states.clone();
+            for s in states.iter_mut() {
+                if let Some(b) = gateway.businesses.iter().find(|b| b.name == s.business) {
+                    s.resilience = b.backend.resilience.snapshot();
+                }
+            }
+            return states;
         }
-        let gateway = self.core.gateway.load_full();
         let probes = gateway.businesses.iter().map(|b| {
             let base = b.backend.base.clone();
             let business = b.name.clone();
@@ -91,6 +105,7 @@ impl Admin {
                     backend: base,
                     state: if error.is_none() { "up" } else { "down" },
                     error,
+                    resilience: b.backend.resilience.snapshot(),
                 }
             }
         });
@@ -99,9 +114,51 @@ impl Admin {
         states
     }
 
+    /// Ready: not draining, every backend reachable and none behind an open breaker.
+    fn ready(&self, backends: &[BackendState]) -> (bool, bool) {
+        let draining = *self.closing.borrow();
+        let ready = !draining
+            && backends
+                .iter()
+                .all(|b| b.state == "up" && b.resilience.breaker != "open");
+        (ready, draining)
+    }
+
+    /// The HTML status page (`ops::status`), served with a policy that forbids any fetch.
+    async fn status_page(&self) -> Response<Full<Bytes>> {
+        let backends = self.backends().await;
+        let (ready, draining) = self.ready(&backends);
+        let gateway = self.core.gateway.load_full();
+        let webhooks = self.webhooks.as_ref().map(|w| super::status::Webhooks {
+            clients: w.hub.clients(),
+            events: w.hub.recent(20),
+            dead: w
+                .egress
+                .as_ref()
+                .map(|e| e.dead_letters())
+                .unwrap_or_default(),
+        });
+        let page = super::status::render(&super::status::StatusData {
+            gateway: &gateway,
+            backends: &backends,
+            ready,
+            draining,
+            reload: self.reload.report(),
+            history: self.reload.history(),
+            calls: super::recent::snapshot(),
+            webhooks,
+        });
+        let mut r = respond(StatusCode::OK, "text/html; charset=utf-8", page);
+        r.headers_mut().insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static("default-src 'none'; style-src 'unsafe-inline'"),
+        );
+        r
+    }
+
     async fn readyz(&self) -> Response<Full<Bytes>> {
         let backends = self.backends().await;
-        let draining = *self.closing.borrow();
+        let (ready, draining) = self.ready(&backends);
         // Shared state (`--state`): keyed calls and webhooks fail closed without it.
         let state = match crate::state::shared() {
             None => None,
@@ -111,7 +168,7 @@ impl Admin {
             }),
         };
         let state_up = state.as_ref().is_none_or(|s| s["state"] == "up");
-        let ready = !draining && state_up && backends.iter().all(|b| b.state == "up");
+        let ready = ready && state_up;
         let gateway = self.core.gateway.load();
         let body = json!({
             "ready": ready,
@@ -142,18 +199,19 @@ impl Admin {
             return r;
         }
         match req.uri().path() {
-            "/" => respond(
-                StatusCode::OK,
-                "text/plain; charset=utf-8",
-                "portico admin\n/healthz  process alive\n/readyz   configuration loaded and backends reachable (JSON detail)\n/metrics  Prometheus text format\n",
-            ),
+            "/" => self.status_page().await,
             "/healthz" => respond(StatusCode::OK, "text/plain", "ok\n"),
             "/readyz" => self.readyz().await,
-            "/metrics" => respond(
-                StatusCode::OK,
-                "text/plain; version=0.0.4; charset=utf-8",
-                super::metrics::render(),
-            ),
+            "/metrics" => {
+                for b in self.core.gateway.load().businesses.iter() {
+                    super::metrics::breaker_state(&b.name, b.backend.resilience.breaker());
+                }
+                respond(
+                    StatusCode::OK,
+                    "text/plain; version=0.0.4; charset=utf-8",
+                    super::metrics::render(),
+                )
+            }
             _ => respond(StatusCode::NOT_FOUND, "text/plain", "not found\n"),
         }
     }
@@ -222,5 +280,28 @@ pub async fn serve(listener: TcpListener, admin: Arc<Admin>, mut stop: watch::Re
                 tracing::debug!(error = %e, "admin connection ended with an error");
             }
         });
+    }
+}
+
+/// `portico health`: one GET of `url` (an admin `/healthz`, or any loopback HTTP URL) within
+/// `timeout`; `Ok` with the status line when it is 2xx. For container health checks in images
+/// that have no HTTP client.
+pub async fn check_url(url: &str, timeout: Duration) -> Result<String, String> {
+    let client = reqwest::Client::builder()
+        .timeout(timeout)
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| format!("cannot build an HTTP client: {e}"))?;
+    let resp = client
+        .get(url)
+        .send()
+        .await
+        .map_err(|e| format!("GET {url} failed: {e}"))?;
+    let status = resp.status();
+    if status.is_success() {
+        Ok(format!("{url}: {status}"))
+    } else {
+        Err(format!("{url}: {status}"))
     }
 }

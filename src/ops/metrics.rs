@@ -45,6 +45,18 @@ pub const WEBHOOK_REPLAYED: &str = "portico_webhook_replayed_total";
 pub const STATE_ERRORS: &str = "portico_state_errors_total";
 pub const STATE_EVENTS: &str = "portico_state_events_read_total";
 
+/// Backend retries by business (an attempt after a failed one).
+pub const UPSTREAM_RETRIES: &str = "portico_upstream_retries_total";
+/// Calls refused because the backend's concurrency limit was reached.
+pub const UPSTREAM_SHED: &str = "portico_upstream_shed_total";
+/// Circuit breaker state changes by business and new state.
+pub const BREAKER_TRANSITIONS: &str = "portico_breaker_transitions_total";
+/// Circuit breaker state by business: 0 closed, 1 open, 2 half-open.
+pub const BREAKER_STATE: &str = "portico_breaker_state";
+
+/// TLS certificate reloads by result (`applied`, `refused`).
+pub const TLS_RELOADS: &str = "portico_tls_reloads_total";
+
 /// Latency buckets in seconds: 1 ms to 30 s.
 const BUCKETS: &[f64] = &[
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
@@ -135,6 +147,26 @@ fn describe() {
     describe_counter!(
         WEBHOOK_EGRESS,
         "outgoing webhook attempts by result (delivered, retried, dead_letter)"
+    );
+    describe_counter!(
+        UPSTREAM_RETRIES,
+        "backend retries by business (safe or keyed calls after a failed attempt)"
+    );
+    describe_counter!(
+        UPSTREAM_SHED,
+        "calls refused by business because the backend's concurrency limit was reached"
+    );
+    describe_counter!(
+        BREAKER_TRANSITIONS,
+        "circuit breaker state changes by business and new state (open, half_open, closed)"
+    );
+    describe_gauge!(
+        BREAKER_STATE,
+        "circuit breaker state by business: 0 closed, 1 open, 2 half-open"
+    );
+    describe_counter!(
+        TLS_RELOADS,
+        "TLS certificate reloads by result (applied, refused: the previous certificate stays)"
     );
     describe_counter!(
         WEBHOOK_REPLAYED,
@@ -249,6 +281,35 @@ pub async fn upstream(
 
 fn status_label(status: u16) -> String {
     status.to_string()
+}
+
+/// Counts a retry of a backend call (rare: labels are built here).
+pub fn retried(business: &str) {
+    counter!(UPSTREAM_RETRIES, "business" => business.to_owned()).increment(1);
+}
+
+/// Counts a call shed by the backend's concurrency limit.
+pub fn shed(business: &str) {
+    counter!(UPSTREAM_SHED, "business" => business.to_owned()).increment(1);
+}
+
+/// Records a circuit breaker state change.
+pub fn breaker_changed(business: &str, to: crate::upstream::resilience::BreakerState) {
+    counter!(BREAKER_TRANSITIONS, "business" => business.to_owned(), "state" => to.as_str())
+        .increment(1);
+    breaker_state(business, to);
+}
+
+/// Sets the breaker state gauge (also refreshed on every scrape, since an open breaker's time
+/// running out changes no counter).
+pub fn breaker_state(business: &str, state: crate::upstream::resilience::BreakerState) {
+    gauge!(BREAKER_STATE, "business" => business.to_owned()).set(state.gauge());
+}
+
+/// Counts a TLS certificate reload attempt.
+pub fn tls_reload(applied: bool) {
+    let result = if applied { "applied" } else { "refused" };
+    counter!(TLS_RELOADS, "result" => result).increment(1);
 }
 
 /// Counts an open SSE stream until dropped.

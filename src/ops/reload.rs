@@ -6,7 +6,7 @@
 use crate::config;
 use crate::mcp::handler::Core;
 use serde::Serialize;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -30,14 +30,32 @@ pub struct ReloadReport {
 /// Shared reload status: written by the reloader, read by the admin listener. Not on the
 /// request path, so a plain mutex is fine.
 #[derive(Debug)]
-pub struct ReloadStatus(Mutex<ReloadReport>);
+pub struct ReloadStatus(Mutex<ReloadReport>, Mutex<VecDeque<ReloadEvent>>);
+
+/// One reload attempt, for the status page's history.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ReloadEvent {
+    /// Seconds since the epoch.
+    pub at_unix: u64,
+    pub applied: bool,
+    /// The generation serving after the attempt.
+    pub generation: u64,
+    /// Why it was refused (first diagnostic line).
+    pub error: Option<String>,
+}
+
+/// Reload attempts kept for the history.
+const HISTORY: usize = 20;
 
 impl Default for ReloadStatus {
     fn default() -> Self {
-        ReloadStatus(Mutex::new(ReloadReport {
-            last_ok: true,
-            ..ReloadReport::default()
-        }))
+        ReloadStatus(
+            Mutex::new(ReloadReport {
+                last_ok: true,
+                ..ReloadReport::default()
+            }),
+            Mutex::new(VecDeque::new()),
+        )
     }
 }
 
@@ -49,12 +67,22 @@ impl ReloadStatus {
             .clone()
     }
 
+    /// The last reload attempts, newest first.
+    pub fn history(&self) -> Vec<ReloadEvent> {
+        let h = self.1.lock().unwrap_or_else(PoisonError::into_inner);
+        h.iter().rev().cloned().collect()
+    }
+
     fn record(&self, result: Result<(), String>) {
         let mut r = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         r.last_attempt_unix = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .ok()
             .map(|d| d.as_secs());
+        let error = result
+            .as_ref()
+            .err()
+            .map(|e| e.lines().next().unwrap_or_default().to_string());
         match result {
             Ok(()) => {
                 r.generation += 1;
@@ -67,6 +95,18 @@ impl ReloadStatus {
                 r.last_error = Some(e);
             }
         }
+        let event = ReloadEvent {
+            at_unix: r.last_attempt_unix.unwrap_or(0),
+            applied: r.last_ok,
+            generation: r.generation,
+            error,
+        };
+        drop(r);
+        let mut h = self.1.lock().unwrap_or_else(PoisonError::into_inner);
+        if h.len() >= HISTORY {
+            h.pop_front();
+        }
+        h.push_back(event);
     }
 }
 

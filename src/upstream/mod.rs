@@ -3,4 +3,5 @@
 
 pub mod mcp;
 pub mod pool;
+pub mod resilience;
 pub mod rest;

@@ -433,6 +433,14 @@ impl Hub {
     pub fn clients(&self) -> usize {
         self.state.lock().map(|s| s.clients.len()).unwrap_or(0)
     }
+
+    /// The newest `n` events of the replay ring, newest first (for the status page).
+    pub fn recent(&self, n: usize) -> Vec<Arc<Event>> {
+        self.state
+            .lock()
+            .map(|s| s.ring.iter().rev().take(n).cloned().collect())
+            .unwrap_or_default()
+    }
 }
 
 /// Removes a client from the hub when its stream is dropped.

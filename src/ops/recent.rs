@@ -1,0 +1,71 @@
+//! The last few `tools/call`s of the process (business, tool, outcome, status, latency) for the
+//! status page, in a fixed ring of atomically swapped slots. It must never lock on the request
+//! path nor keep arguments, results or headers (only names and numbers).
+
+use crate::config::Tool;
+use arc_swap::ArcSwapOption;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Calls kept.
+pub const SIZE: usize = 64;
+
+/// One finished call.
+#[derive(Debug)]
+pub struct RecentCall {
+    /// Order of recording (process-wide).
+    pub seq: u64,
+    /// Milliseconds since the epoch when it finished.
+    pub at_ms: u64,
+    /// The tool (names only are shown; it holds no call data).
+    pub tool: Arc<Tool>,
+    pub outcome: &'static str,
+    /// The HTTP status portico answered with.
+    pub status: u16,
+    /// JSON-RPC error code, 0 for a result.
+    pub rpc_code: i64,
+    pub latency: Duration,
+}
+
+struct Ring {
+    next: AtomicU64,
+    slots: Vec<ArcSwapOption<RecentCall>>,
+}
+
+static RING: LazyLock<Ring> = LazyLock::new(|| Ring {
+    next: AtomicU64::new(0),
+    slots: (0..SIZE).map(|_| ArcSwapOption::empty()).collect(),
+});
+
+/// Records a finished call (one small allocation, no lock).
+pub fn record(
+    tool: &Arc<Tool>,
+    outcome: &'static str,
+    status: u16,
+    rpc_code: i64,
+    latency: Duration,
+) {
+    let seq = RING.next.fetch_add(1, Ordering::Relaxed);
+    let at_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    let call = RecentCall {
+        seq,
+        at_ms,
+        tool: tool.clone(),
+        outcome,
+        status,
+        rpc_code,
+        latency,
+    };
+    RING.slots[(seq % SIZE as u64) as usize].store(Some(Arc::new(call)));
+}
+
+/// The calls in the ring, newest first.
+pub fn snapshot() -> Vec<Arc<RecentCall>> {
+    let mut calls: Vec<Arc<RecentCall>> = RING.slots.iter().filter_map(|s| s.load_full()).collect();
+    calls.sort_by_key(|c| std::cmp::Reverse(c.seq));
+    calls
+}

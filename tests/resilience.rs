@@ -1,0 +1,418 @@
+//! Per-backend resilience over real HTTP: a backend down at startup, a flapping backend (the
+//! breaker opens, then closes after a good trial), a hanging backend (the timeout frees the
+//! slot), load shedding under a concurrency limit, and retries of safe or keyed calls only.
+
+mod common;
+
+use common::*;
+use portico::app::{Ops, Running};
+use portico::ops::admin::AdminOptions;
+use serde_json::{Value, json};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio::task::{JoinHandle, JoinSet};
+
+const OK: u8 = 0;
+/// Answer 503 (no `Retry-After`).
+const FAIL: u8 = 1;
+/// Hold the request until the gate opens (or the caller goes away).
+const HOLD: u8 = 2;
+
+/// How the backend behaves, switchable while it runs.
+struct Ctl {
+    mode: AtomicU8,
+    /// Requests answered 503 before the mode applies again.
+    fail_next: AtomicUsize,
+    hits: AtomicUsize,
+    gate: Semaphore,
+}
+
+/// A backend on a fixed loopback port that can go down (listener and connections closed) and
+/// come back up.
+struct Backend {
+    addr: SocketAddr,
+    ctl: Arc<Ctl>,
+    task: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Backend {
+    /// A backend whose port is reserved but not listening yet.
+    fn reserved() -> Backend {
+        let addr = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        Backend {
+            addr,
+            ctl: Arc::new(Ctl {
+                mode: AtomicU8::new(OK),
+                fail_next: AtomicUsize::new(0),
+                hits: AtomicUsize::new(0),
+                gate: Semaphore::new(0),
+            }),
+            task: Mutex::new(None),
+        }
+    }
+
+    async fn started() -> Backend {
+        let b = Backend::reserved();
+        b.up().await;
+        b
+    }
+
+    async fn up(&self) {
+        let listener = TcpListener::bind(self.addr).await.expect("rebind the port");
+        let ctl = self.ctl.clone();
+        let task = tokio::spawn(async move {
+            // Dropping the set (the task aborted) closes every connection.
+            let mut conns = JoinSet::new();
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let ctl = ctl.clone();
+                conns.spawn(async move {
+                    let svc = hyper::service::service_fn(move |req| {
+                        let ctl = ctl.clone();
+                        async move { Ok::<_, std::convert::Infallible>(answer(&ctl, req).await) }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                        .await;
+                });
+            }
+        });
+        *self.task.lock().unwrap() = Some(task);
+    }
+
+    async fn down(&self) {
+        let task = self.task.lock().unwrap().take();
+        if let Some(t) = task {
+            t.abort();
+            let _ = t.await;
+        }
+    }
+
+    fn hits(&self) -> usize {
+        self.ctl.hits.load(Ordering::SeqCst)
+    }
+}
+
+async fn answer(
+    ctl: &Ctl,
+    req: hyper::Request<hyper::body::Incoming>,
+) -> hyper::Response<http_body_util::Full<bytes::Bytes>> {
+    ctl.hits.fetch_add(1, Ordering::SeqCst);
+    let path = req.uri().path().to_string();
+    let reply = |status: u16, body: String| {
+        let mut r = hyper::Response::new(http_body_util::Full::new(bytes::Bytes::from(body)));
+        *r.status_mut() = hyper::StatusCode::from_u16(status).unwrap();
+        r.headers_mut()
+            .insert("content-type", "application/json".parse().unwrap());
+        r
+    };
+    let failing = ctl
+        .fail_next
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok();
+    if failing || ctl.mode.load(Ordering::SeqCst) == FAIL {
+        return reply(503, r#"{"detail":"backend overloaded"}"#.into());
+    }
+    if ctl.mode.load(Ordering::SeqCst) == HOLD {
+        let _ = ctl.gate.acquire().await.map(|p| p.forget());
+    }
+    reply(200, json!({ "path": path }).to_string())
+}
+
+/// The usp fixture pointed at `backend`, under a business name of its own (metrics are
+/// process-wide), with `settings` added to its `backend:` section.
+fn mapping(backend: &Backend, business: &str, settings: &str) -> std::path::PathBuf {
+    let dir = fixture_with_backend("gateway", &backend.addr.to_string());
+    let file = dir.join("usp.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("  timeout: 400ms\n"), "fixture changed");
+    let text = text
+        .replace("business: test-usp", &format!("business: {business}"))
+        .replace("  timeout: 400ms\n", &format!("{settings}\n"));
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+async fn start(file: std::path::PathBuf) -> (Running, String, String, reqwest::Client) {
+    let g = gateway_ops(
+        &[file],
+        Ops {
+            admin: Some("127.0.0.1:0".parse().unwrap()),
+            // Probe on every /readyz: the test changes the backend between two reads.
+            admin_opts: AdminOptions {
+                probe_cache: Duration::ZERO,
+                ..AdminOptions::default()
+            },
+            ..Ops::default()
+        },
+    )
+    .await;
+    let (url, admin) = (g.mcp_url(), g.admin_url().unwrap());
+    let c = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30)) // failure guard only
+        .build()
+        .unwrap();
+    (g, url, admin, c)
+}
+
+async fn readyz(c: &reqwest::Client, admin: &str) -> (u16, Value) {
+    let r = c.get(format!("{admin}readyz")).send().await.unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap())
+}
+
+async fn metrics(c: &reqwest::Client, admin: &str) -> String {
+    let r = c.get(format!("{admin}metrics")).send().await.unwrap();
+    r.text().await.unwrap()
+}
+
+fn content(a: &Answer) -> String {
+    a.body["error"]["data"]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// USP's answer for an unavailable backend: -32009 `service_unavailable`.
+fn assert_unavailable(a: &Answer, says: &str) {
+    assert_eq!(a.error_code(), Some(-32009), "{}", a.text);
+    assert_eq!(a.body["error"]["data"]["code"], "service_unavailable");
+    assert!(content(a).contains(says), "expected `{says}`: {}", a.text);
+}
+
+async fn echo(c: &reqwest::Client, url: &str) -> Answer {
+    call(c, url, "echo_get", json!({"id": "x"})).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backend_down_at_startup_then_flapping_opens_and_closes_the_breaker() {
+    let backend = Backend::reserved();
+    let business = "res-flap";
+    let file = mapping(
+        &backend,
+        business,
+        "  timeout: 2s\n  breaker: { failures: 3, open_for: 1s }",
+    );
+    // portico starts although nothing listens at the backend's address.
+    let (g, url, admin, c) = start(file).await;
+    let (status, body) = readyz(&c, &admin).await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["backends"][0]["business"], business);
+    assert_eq!(body["backends"][0]["state"], "down");
+    assert_eq!(body["backends"][0]["resilience"]["breaker"], "closed");
+
+    for _ in 0..3 {
+        assert_unavailable(&echo(&c, &url).await, "refused or failed the connection");
+    }
+    // Three failures in a row: the breaker is open and the backend is not called, even once
+    // it is back.
+    backend.up().await;
+    let a = echo(&c, &url).await;
+    assert_unavailable(&a, "circuit breaker open");
+    assert!(
+        a.body["error"]["data"]["retry_after"]
+            .as_u64()
+            .is_some_and(|s| s >= 1)
+    );
+    assert_eq!(backend.hits(), 0, "an open breaker sends nothing");
+    let (status, body) = readyz(&c, &admin).await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["backends"][0]["state"], "up");
+    assert_eq!(body["backends"][0]["resilience"]["breaker"], "open");
+    let m = metrics(&c, &admin).await;
+    let state = format!("portico_breaker_state{{business=\"{business}\"}}");
+    assert_eq!(sample(&m, &state), Some(1.0), "{m}");
+
+    // Once the open time is over, one trial call goes through and closes it.
+    let mut closed = None;
+    for _ in 0..100 {
+        let a = echo(&c, &url).await;
+        if a.body.get("result").is_some() {
+            closed = Some(a);
+            break;
+        }
+        assert_unavailable(&a, "circuit breaker open");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let a = closed.expect("the breaker closed again");
+    assert_eq!(a.sc()["path"], "/t/echo/items/x", "{}", a.text);
+    assert_eq!(backend.hits(), 1, "the trial was the first request it saw");
+    let (status, body) = readyz(&c, &admin).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["backends"][0]["resilience"]["breaker"], "closed");
+
+    // Flapping: the backend fails again (503s), the breaker opens again.
+    backend.ctl.mode.store(FAIL, Ordering::SeqCst);
+    for _ in 0..3 {
+        assert_unavailable(&echo(&c, &url).await, "backend overloaded");
+    }
+    let before = backend.hits();
+    assert_unavailable(&echo(&c, &url).await, "circuit breaker open");
+    assert_eq!(backend.hits(), before);
+    let m = metrics(&c, &admin).await;
+    let moved = |to: &str| {
+        sample(
+            &m,
+            &format!("portico_breaker_transitions_total{{business=\"{business}\",state=\"{to}\"}}"),
+        )
+    };
+    assert_eq!(moved("open"), Some(2.0), "{m}");
+    assert_eq!(moved("half_open"), Some(1.0), "{m}");
+    assert_eq!(moved("closed"), Some(1.0), "{m}");
+    promtool_accepts(&m);
+    backend.down().await;
+    g.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_backend_times_out_and_frees_its_slot() {
+    let backend = Backend::started().await;
+    backend.ctl.mode.store(HOLD, Ordering::SeqCst);
+    let business = "res-hang";
+    let file = mapping(
+        &backend,
+        business,
+        "  timeout: 2s\n  max_concurrency: 1\n  breaker: { failures: 0 }",
+    );
+    let (g, url, admin, c) = start(file).await;
+    let hung = {
+        let (c, url) = (c.clone(), url.clone());
+        tokio::spawn(async move { echo(&c, &url).await })
+    };
+    while backend.hits() == 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // The one slot is taken: a second call is shed without reaching the backend.
+    let (_, body) = readyz(&c, &admin).await;
+    assert_eq!(body["backends"][0]["resilience"]["in_flight"], 1, "{body}");
+    let second = echo(&c, &url).await;
+    assert_unavailable(&second, "shed");
+    assert_eq!(backend.hits(), 1);
+    let first = hung.await.unwrap();
+    assert_unavailable(&first, "did not answer within 2000 ms");
+    // The timeout freed the slot: the next call reaches the backend and succeeds.
+    backend.ctl.mode.store(OK, Ordering::SeqCst);
+    let a = echo(&c, &url).await;
+    assert_eq!(a.sc()["path"], "/t/echo/items/x", "{}", a.text);
+    let (status, body) = readyz(&c, &admin).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["backends"][0]["resilience"]["in_flight"], 0);
+    assert_eq!(body["backends"][0]["resilience"]["max_concurrency"], 1);
+    g.stop().await.unwrap();
+    backend.down().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_over_the_concurrency_limit_are_shed() {
+    let backend = Backend::started().await;
+    backend.ctl.mode.store(HOLD, Ordering::SeqCst);
+    let business = "res-shed";
+    let file = mapping(&backend, business, "  timeout: 20s\n  max_concurrency: 2");
+    let (g, url, admin, c) = start(file).await;
+    let mut calls = JoinSet::new();
+    for _ in 0..2 {
+        let (c, url) = (c.clone(), url.clone());
+        calls.spawn(async move { echo(&c, &url).await });
+    }
+    while backend.hits() < 2 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // Both slots are held by calls the backend is sitting on: three more are shed at once.
+    for _ in 0..3 {
+        let a = echo(&c, &url).await;
+        assert_unavailable(&a, "shed");
+        assert_eq!(a.body["error"]["data"]["retry_after"], 1);
+    }
+    assert_eq!(backend.hits(), 2, "shed calls never reach the backend");
+    backend.ctl.gate.add_permits(2);
+    while let Some(done) = calls.join_next().await {
+        let a = done.unwrap();
+        assert_eq!(a.sc()["path"], "/t/echo/items/x", "{}", a.text);
+    }
+    let m = metrics(&c, &admin).await;
+    let shed = format!("portico_upstream_shed_total{{business=\"{business}\"}}");
+    assert_eq!(sample(&m, &shed), Some(3.0), "{m}");
+    g.stop().await.unwrap();
+    backend.down().await;
+}
+
+fn keyed(mut args: Value, key: &str) -> Value {
+    args["_meta"] =
+        json!({"usp": {"profile": "https://agent.example/p.json", "idempotency_key": key}});
+    args
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_safe_or_keyed_calls_are_retried() {
+    let backend = Backend::started().await;
+    let business = "res-retry";
+    let file = mapping(
+        &backend,
+        business,
+        "  timeout: 10s\n  retries: { attempts: 3, backoff: 10ms, max_backoff: 40ms }\n  breaker: { failures: 0 }",
+    );
+    let (g, url, admin, c) = start(file).await;
+    let fail = |n| backend.ctl.fail_next.store(n, Ordering::SeqCst);
+
+    // A GET is safe: two 503s, then the answer.
+    fail(2);
+    let a = echo(&c, &url).await;
+    assert_eq!(a.sc()["path"], "/t/echo/items/x", "{}", a.text);
+    assert_eq!(backend.hits(), 3);
+
+    // A POST without an idempotency key is sent once.
+    fail(1);
+    let a = call(&c, &url, "echo_post", json!({"name": "n"})).await;
+    assert_unavailable(&a, "backend overloaded");
+    assert_eq!(backend.hits(), 4, "an unkeyed POST is never repeated");
+
+    // The same POST carrying a key is retried.
+    fail(1);
+    let a = call(&c, &url, "echo_post", keyed(json!({"name": "n"}), "k-1")).await;
+    assert!(a.body.get("result").is_some(), "{}", a.text);
+    assert_eq!(backend.hits(), 6);
+
+    // Attempts are bounded: three in all, then the last answer is the call's.
+    fail(5);
+    assert_unavailable(&echo(&c, &url).await, "backend overloaded");
+    assert_eq!(backend.hits(), 9);
+    fail(0);
+
+    let m = metrics(&c, &admin).await;
+    let retries = format!("portico_upstream_retries_total{{business=\"{business}\"}}");
+    assert_eq!(sample(&m, &retries), Some(5.0), "{m}");
+    g.stop().await.unwrap();
+    backend.down().await;
+}
+
+#[test]
+fn bad_resilience_settings_are_load_errors_with_lines() {
+    let backend = Backend::reserved();
+    let file = mapping(
+        &backend,
+        "res-bad",
+        "  timeout: 1s\n  retries:\n    attempts: 0\n  breaker:\n    open_for: soon",
+    );
+    let diags = portico::config::load(&[file]).expect_err("refused");
+    let text = diags
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(text.contains("retries.attempts is 0"), "{text}");
+    assert!(text.contains("`soon` is not a duration"), "{text}");
+    assert!(text.contains("backend.breaker.open_for"), "{text}");
+    assert!(
+        diags.iter().all(|d| d.line.is_some()),
+        "every diagnostic names its line: {text}"
+    );
+}
