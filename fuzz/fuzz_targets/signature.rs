@@ -2,7 +2,9 @@
 //! the verifier a webhook request meets. Input: three header values, one per line
 //! (`Signature-Input`, `Signature`, `Content-Digest`), then the body. The request is a fixed
 //! `POST http://127.0.0.1:8080/webhooks/seaside-spa`, checked against the demo sender's public
-//! key at a fixed clock, so seeds signed with the demo key (scripts/fuzz-seed) verify.
+//! key at a fixed clock, so seeds signed with the demo key (scripts/fuzz-seed) verify. An
+//! accepted signature covers every required component (`content-digest` among them) and is
+//! fresh; the body's digest is checked separately, as ingress does before verifying.
 #![no_main]
 
 use std::sync::LazyLock;
@@ -11,7 +13,7 @@ use std::time::Duration;
 use http::{HeaderMap, HeaderValue};
 use libfuzzer_sys::fuzz_target;
 use portico::webhook::keys::{Alg, SigningKey, VerifyingKey};
-use portico::webhook::sfv::{self, Member};
+use portico::webhook::sfv::{self, Bare, Member};
 use portico::webhook::sig::{self, Policy, RequestParts, USP_COMPONENTS};
 
 /// `created` of the seeds.
@@ -86,10 +88,22 @@ fuzz_target!(|data: &[u8]| {
         max_age: Duration::from_secs(300),
     };
     if let Ok(v) = sig::verify(&parts, &KEYS, &policy, NOW) {
-        // Accepted only with the digest of this very body.
-        assert!(
-            sig::verify_content_digest(&headers, body).is_ok(),
-            "verified {v:?} without a matching Content-Digest"
-        );
+        // (The body's digest is a separate check: ingress runs `verify_content_digest` first.)
+        // An accepted label covers every required component and is fresh.
+        let input = headers
+            .get("signature-input")
+            .and_then(|h| h.to_str().ok())
+            .and_then(|t| sfv::dictionary(t).ok())
+            .and_then(|d| d.into_iter().find(|(k, _)| *k == v.label));
+        let Some((_, Member::InnerList(items, _))) = input else {
+            panic!("verified {v:?} without its Signature-Input label");
+        };
+        for c in USP_COMPONENTS {
+            assert!(
+                items.iter().any(|i| i.bare == Bare::String(c.to_string())),
+                "verified {v:?} without covering `{c}`"
+            );
+        }
+        assert!((v.created - NOW).abs() <= 300, "verified a stale {v:?}");
     }
 });
