@@ -1,0 +1,54 @@
+//! The JSON-RPC/MCP message decoder: `parse` (nesting limit, then serde, then classification)
+//! on arbitrary bytes. It must never panic, a value it accepts is never nested deeper than the
+//! limit, and an id it echoes in a rejection is always a valid JSON-RPC id (or null).
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use portico::mcp::jsonrpc::{self, Message};
+use serde_json::Value;
+
+const MAX_DEPTH: usize = 64;
+
+fn depth(v: &Value) -> usize {
+    match v {
+        Value::Array(a) => 1 + a.iter().map(depth).max().unwrap_or(0),
+        Value::Object(o) => 1 + o.values().map(depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+fn valid_id(id: &Value) -> bool {
+    id.is_null() || id.is_string() || id.as_i64().is_some() || id.as_u64().is_some()
+}
+
+fuzz_target!(|data: &[u8]| {
+    match jsonrpc::parse_value(data, MAX_DEPTH) {
+        Ok(value) => {
+            assert!(
+                depth(&value) <= MAX_DEPTH,
+                "accepted a value nested deeper than the limit"
+            );
+            match jsonrpc::classify(value) {
+                Ok(Message::Request { id, params, .. }) => {
+                    assert!(valid_id(&id) && !id.is_null());
+                    assert!(params.is_none_or(|p| p.is_object() || p.is_array()));
+                }
+                Ok(Message::Notification { params, .. }) => {
+                    assert!(params.is_none_or(|p| p.is_object() || p.is_array()));
+                }
+                Ok(Message::Response { id, body }) => {
+                    assert!(valid_id(&id));
+                    assert!(body.get("result").is_some() || body.get("error").is_some());
+                }
+                Err(r) => {
+                    assert!(valid_id(&r.id));
+                    let e = jsonrpc::error(&r.id, r.code, &r.message, None);
+                    assert!(serde_json::to_vec(&e).is_ok());
+                }
+            }
+        }
+        Err(r) => assert!(r.id.is_null()),
+    }
+    // The one-call entry point agrees with the two steps.
+    let _ = jsonrpc::parse(data, MAX_DEPTH);
+});

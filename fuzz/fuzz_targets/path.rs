@@ -1,0 +1,57 @@
+//! Path templating and percent-encoding. Input: a template, a NUL byte, then JSON arguments.
+//! A segment never carries `/`, `?` or `#` and decodes back to its input; a rendered path has no `?`/`#`, keeps every literal segment, and fills each placeholder with one
+//! non-empty, non-dot ASCII segment.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use percent_encoding::percent_decode_str;
+use portico::translate::path::{PathTemplate, encode_segment};
+use serde_json::Value;
+
+fuzz_target!(|data: &[u8]| {
+    let (template, args) = match data.iter().position(|&b| b == 0) {
+        Some(i) => (&data[..i], &data[i + 1..]),
+        None => (data, &[][..]),
+    };
+    let Ok(template) = std::str::from_utf8(template) else {
+        return;
+    };
+
+    let seg = encode_segment(template);
+    assert!(seg.is_ascii());
+    assert!(
+        !seg.contains(['/', '?', '#']),
+        "unencoded delimiter in {seg:?}"
+    );
+    assert_eq!(
+        percent_decode_str(&seg).decode_utf8().ok().as_deref(),
+        Some(template)
+    );
+
+    let Ok(t) = PathTemplate::parse(template) else {
+        return;
+    };
+    let args: Value = serde_json::from_slice(args).unwrap_or(Value::Null);
+    if let Ok(path) = t.render(&args) {
+        assert!(!path.contains(['?', '#']), "rendered {path:?}");
+        let got: Vec<&str> = path.split('/').collect();
+        let want: Vec<&str> = template.split('/').collect();
+        assert_eq!(
+            got.len(),
+            want.len(),
+            "a variable changed the segment count: {template:?} -> {path:?}"
+        );
+        for (g, w) in got.iter().zip(&want) {
+            if w.starts_with('{') {
+                assert!(g.is_ascii() && !g.is_empty(), "segment {g:?}");
+                let decoded = percent_decode_str(g).decode_utf8_lossy();
+                assert!(
+                    decoded != "." && decoded != "..",
+                    "dot-segment from {template:?}"
+                );
+            } else {
+                assert_eq!(g, w, "a literal segment changed");
+            }
+        }
+    }
+});
