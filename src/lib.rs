@@ -21,6 +21,7 @@ pub mod auth;
 pub mod binding;
 pub mod catalog;
 pub mod check;
+pub mod clock;
 pub mod config;
 pub mod demo;
 pub mod discovery;

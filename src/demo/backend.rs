@@ -1,6 +1,7 @@
 //! The embedded demo "legacy booking API" (Seaside Spa, Harbour Hotel): owns its seeded state and listener.
 //! Must never read the wall clock or randomness, depend on the gateway, or panic on request input.
 
+use crate::clock::civil_from_days;
 use std::collections::BTreeSet;
 use std::convert::Infallible;
 use std::io;
@@ -605,20 +606,6 @@ const fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let doy = (153 * mp + 2) / 5 + d - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     era * 146_097 + doe - 719_468
-}
-
-/// Days since 1970-01-01 -> (year, month, day), proleptic Gregorian.
-pub(crate) fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
 }
 
 fn is_leap(y: i64) -> bool {

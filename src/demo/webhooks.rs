@@ -20,17 +20,7 @@ fn unix_now() -> i64 {
         .unwrap_or(0)
 }
 
-/// `YYYY-MM-DDTHH:MM:SSZ` for Unix seconds (proleptic Gregorian, UTC).
-pub fn rfc3339(secs: i64) -> String {
-    let (y, m, d) = super::backend::civil_from_days(secs.div_euclid(86_400));
-    let rem = secs.rem_euclid(86_400);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
+pub use crate::clock::rfc3339;
 
 /// Sends every event from `events` to `url` (`http://host:port/webhooks/{business}`) until the
 /// channel closes. Each attempt is signed afresh (new `created`), so retries are never replays.

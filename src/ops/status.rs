@@ -50,7 +50,7 @@ pub fn esc(s: &str) -> String {
 
 /// `YYYY-MM-DD HH:MM:SS` UTC for Unix seconds.
 pub fn utc(secs: u64) -> String {
-    let (year, month, day) = crate::demo::backend::civil_from_days((secs / 86_400) as i64);
+    let (year, month, day) = crate::clock::civil_from_days((secs / 86_400) as i64);
     let rem = secs % 86_400;
     format!(
         "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}",
