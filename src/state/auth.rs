@@ -90,17 +90,13 @@ impl IdentityStore for RedisIdentities {
 
 /// `SET key 1 NX EX ttl`: true when the key was new.
 async fn set_new(state: &Shared, key: String, ttl: Duration) -> Result<bool, super::StateError> {
-    let mut c = state.conn();
-    let r: Result<Option<String>, _> = redis::cmd("SET")
-        .arg(key)
+    let mut cmd = redis::cmd("SET");
+    cmd.arg(key)
         .arg(1)
         .arg("NX")
         .arg("EX")
-        .arg(ttl.as_secs().max(1))
-        .query_async(&mut c)
-        .await;
-    let set = r.map_err(|e| state.err(e))?;
-    state.ok();
+        .arg(ttl.as_secs().max(1));
+    let set: Option<String> = state.query(&cmd).await?;
     Ok(set.is_some())
 }
 
@@ -164,19 +160,10 @@ impl CredentialStore for RedisCredentials {
         let ttl = (issued.expires_at - now()).max(1) as u64;
         let text = issued_json(&issued);
         run((), async move {
-            let mut c = state.conn();
-            let r: Result<(), _> = redis::cmd("SET")
-                .arg(key)
-                .arg(text)
-                .arg("EX")
-                .arg(ttl)
-                .query_async(&mut c)
-                .await;
-            match r {
-                Ok(()) => state.ok(),
-                Err(e) => {
-                    tracing::warn!(error = %state.err(e), "cannot record an issued credential; it will be refused")
-                }
+            let mut cmd = redis::cmd("SET");
+            cmd.arg(key).arg(text).arg("EX").arg(ttl);
+            if let Err(e) = state.query::<()>(&cmd).await {
+                tracing::warn!(error = %e, "cannot record an issued credential; it will be refused");
             }
         })
     }
@@ -185,15 +172,13 @@ impl CredentialStore for RedisCredentials {
         let state = self.0;
         let key = state.key(&format!("cred:{}", id(&[value])));
         run(None, async move {
-            let mut c = state.conn();
-            let r: Result<Option<String>, _> = redis::cmd("GET").arg(key).query_async(&mut c).await;
-            match r {
-                Ok(found) => {
-                    state.ok();
-                    found.as_deref().and_then(issued_from)
-                }
+            match state
+                .query::<Option<String>>(redis::cmd("GET").arg(key))
+                .await
+            {
+                Ok(found) => found.as_deref().and_then(issued_from),
                 Err(e) => {
-                    tracing::warn!(error = %state.err(e), "credential store unavailable; treating the credential as absent");
+                    tracing::warn!(error = %e, "credential store unavailable; treating the credential as absent");
                     None
                 }
             }
@@ -221,15 +206,10 @@ impl NonceStore for RedisNonces {
         let state = self.0;
         let key = state.key(&format!("nonce:{}", id(&[business, nonce])));
         run(false, async move {
-            let mut c = state.conn();
-            let r: Result<i64, _> = redis::cmd("EXISTS").arg(key).query_async(&mut c).await;
-            match r {
-                Ok(n) => {
-                    state.ok();
-                    n > 0
-                }
+            match state.query::<i64>(redis::cmd("EXISTS").arg(key)).await {
+                Ok(n) => n > 0,
                 Err(e) => {
-                    tracing::warn!(error = %state.err(e), "nonce store unavailable; refusing the nonce");
+                    tracing::warn!(error = %e, "nonce store unavailable; refusing the nonce");
                     false
                 }
             }

@@ -146,6 +146,21 @@ impl Shared {
         self.healthy.load(Ordering::Relaxed)
     }
 
+    /// Runs one command on the shared connection, recording success or failure.
+    pub(crate) async fn query<T: redis::FromRedisValue>(
+        &self,
+        cmd: &redis::Cmd,
+    ) -> Result<T, StateError> {
+        let mut c = self.conn();
+        match cmd.query_async(&mut c).await {
+            Ok(v) => {
+                self.ok();
+                Ok(v)
+            }
+            Err(e) => Err(self.err(e)),
+        }
+    }
+
     /// Round trip to Redis (for `/readyz`).
     pub async fn ping(&self) -> Result<(), StateError> {
         let mut c = self.conn();

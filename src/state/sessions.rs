@@ -15,41 +15,23 @@ pub async fn record(
     version: &str,
     ttl: Duration,
 ) -> Result<(), StateError> {
-    let mut c = state.conn();
-    let r: Result<(), _> = redis::cmd("SET")
-        .arg(key(state, id))
+    let mut cmd = redis::cmd("SET");
+    cmd.arg(key(state, id))
         .arg(version)
         .arg("EX")
-        .arg(ttl.as_secs().max(1))
-        .query_async(&mut c)
-        .await;
-    r.map_err(|e| state.err(e))?;
-    state.ok();
-    Ok(())
+        .arg(ttl.as_secs().max(1));
+    state.query(&cmd).await
 }
 
 /// The version of session `id`, when some replica made it (and refreshes its lifetime).
 pub async fn find(state: &Shared, id: &str, ttl: Duration) -> Result<Option<String>, StateError> {
-    let mut c = state.conn();
-    let r: Result<Option<String>, _> = redis::cmd("GETEX")
-        .arg(key(state, id))
-        .arg("EX")
-        .arg(ttl.as_secs().max(1))
-        .query_async(&mut c)
-        .await;
-    let v = r.map_err(|e| state.err(e))?;
-    state.ok();
-    Ok(v)
+    let mut cmd = redis::cmd("GETEX");
+    cmd.arg(key(state, id)).arg("EX").arg(ttl.as_secs().max(1));
+    state.query(&cmd).await
 }
 
 /// Forgets session `id` (DELETE on any replica ends it everywhere).
 pub async fn forget(state: &Shared, id: &str) -> Result<bool, StateError> {
-    let mut c = state.conn();
-    let r: Result<i64, _> = redis::cmd("DEL")
-        .arg(key(state, id))
-        .query_async(&mut c)
-        .await;
-    let n = r.map_err(|e| state.err(e))?;
-    state.ok();
+    let n: i64 = state.query(redis::cmd("DEL").arg(key(state, id))).await?;
     Ok(n > 0)
 }
