@@ -9,6 +9,8 @@ use crate::config::Diagnostic;
 use crate::config::compile::parse_duration;
 use crate::config::diag::locate_yaml;
 use crate::upstream::mcp::{McpOptions, McpUpstream};
+use crate::webhook::config::{delivery_urls, retry_policy};
+use crate::webhook::keys::{Alg, SigningKey};
 use indexmap::IndexMap;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -37,6 +39,35 @@ pub struct FacadeFile {
     /// Routes derived by pairing an OpenRPC and an OpenAPI document.
     #[serde(default)]
     pub derive: Option<DeriveSpec>,
+    /// The upstream server's notifications, sent on as signed webhooks.
+    #[serde(default)]
+    pub notifications: Option<NotificationsSpec>,
+}
+
+/// `notifications:` of a facade file: upstream MCP notifications -> signed REST webhooks.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotificationsSpec {
+    /// Notification methods sent on (default `[usp_webhook]` for the usp binding).
+    #[serde(default)]
+    pub methods: Option<Vec<String>>,
+    /// Webhook URLs every kept notification is POSTed to.
+    #[serde(default)]
+    pub deliver_to: Vec<String>,
+    /// JSON pointer to the event id in the notification's params (default `/event_id`).
+    #[serde(default)]
+    pub event_id: Option<String>,
+    /// The `notifications` filter of the 2026-07-28 `subscriptions/listen` request (default
+    /// `{"dev.portico/webhooks": true}` for usp, else `{}`).
+    #[serde(default)]
+    pub listen: Option<serde_json::Value>,
+    /// Backoff of the deliveries (USP defaults: 30s initial, 3 retries, 15m in total).
+    #[serde(default)]
+    pub retry: Option<crate::config::mapping::RetrySpec>,
+    /// portico's private JWK (a file, relative to this one) that signs the webhooks; default
+    /// an ephemeral P-256 key. Either way the public key is at `/.well-known/jwks.json`.
+    #[serde(default)]
+    pub signing_key: Option<String>,
 }
 
 /// Where the upstream MCP server is.
@@ -303,9 +334,20 @@ fn compile(file: &Path, text: &str, spec: FacadeFile) -> Result<Facade, Vec<Diag
             ));
         }
     }
+    let notifications = spec
+        .notifications
+        .as_ref()
+        .map(|n| notifications(file, text, base, kind, n, &mut diags));
     if !diags.is_empty() {
         return Err(diags);
     }
+    let (notifications, egress) = match notifications.flatten() {
+        Some((n, key)) => (
+            Some(n),
+            Some(crate::webhook::egress::Egress::new(Arc::new(key), None)),
+        ),
+        None => (None, None),
+    };
     let upstream = McpUpstream::new(McpOptions {
         url: spec.upstream.url.clone(),
         timeout,
@@ -330,7 +372,128 @@ fn compile(file: &Path, text: &str, spec: FacadeFile) -> Result<Facade, Vec<Diag
         sources,
         openapi,
         forward_headers,
+        notifications,
+        egress,
     })
+}
+
+/// Compiles `notifications:`; `None` when a mistake was reported in `diags`.
+fn notifications(
+    file: &Path,
+    text: &str,
+    base: &Path,
+    kind: Kind,
+    n: &NotificationsSpec,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<(super::notify::Notifications, SigningKey)> {
+    let before = diags.len();
+    let err = |key: &str, msg: String, hint: &str| {
+        Diagnostic::error(file, msg)
+            .line(locate_yaml(text, &["notifications", key]))
+            .at(format!("notifications.{key}"))
+            .hint(hint.to_string())
+    };
+    let methods = match (&n.methods, kind) {
+        (Some(m), _) if !m.is_empty() => m.clone(),
+        (None, Kind::Usp) => vec!["usp_webhook".to_string()],
+        _ => {
+            diags.push(err(
+                "methods",
+                "`notifications` needs the notification methods to send on".into(),
+                "e.g. methods: [usp_webhook]",
+            ));
+            Vec::new()
+        }
+    };
+    let deliver_to = delivery_urls(&n.deliver_to, |m| {
+        diags.push(err(
+            "deliver_to",
+            m,
+            "e.g. https://platform.example/webhooks/usp",
+        ))
+    });
+    if n.deliver_to.is_empty() {
+        diags.push(err(
+            "deliver_to",
+            "`notifications` needs at least one `deliver_to` URL".into(),
+            "e.g. deliver_to: [https://platform.example/webhooks/usp]",
+        ));
+    }
+    let event_id = n.event_id.clone().unwrap_or_else(|| "/event_id".into());
+    if !event_id.is_empty() && !event_id.starts_with('/') {
+        diags.push(err(
+            "event_id",
+            format!("`{event_id}` is not a JSON pointer"),
+            "e.g. /event_id",
+        ));
+    }
+    let listen = match &n.listen {
+        Some(v @ serde_json::Value::Object(_)) => v.clone(),
+        Some(_) => {
+            diags.push(err(
+                "listen",
+                "`listen` must be an object (the `notifications` filter of subscriptions/listen)"
+                    .into(),
+                "e.g. listen: {\"dev.portico/webhooks\": true}",
+            ));
+            serde_json::Value::Null
+        }
+        None if kind == Kind::Usp => serde_json::json!({ "dev.portico/webhooks": true }),
+        None => serde_json::json!({}),
+    };
+    let retry = retry_policy(n.retry.as_ref(), |m| {
+        diags.push(err("retry", m, "such as 30s or 15m"))
+    });
+    let key = match &n.signing_key {
+        Some(rel) => {
+            let path = base.join(rel);
+            let loaded = std::fs::read(&path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))
+                .and_then(|b| {
+                    serde_json::from_slice::<serde_json::Value>(&b)
+                        .map_err(|e| format!("{} is not JSON: {e}", path.display()))
+                })
+                .and_then(|jwk| SigningKey::from_jwk(&jwk).map_err(|e| e.to_string()));
+            match loaded {
+                Ok(k) => Some(k),
+                Err(m) => {
+                    diags.push(err(
+                        "signing_key",
+                        m,
+                        "a private JWK file (EC P-256 with `d`, or OKP Ed25519 with `d`)",
+                    ));
+                    None
+                }
+            }
+        }
+        None => {
+            let kid = format!("portico-{}", uuid::Uuid::new_v4().simple());
+            match SigningKey::generate(Alg::EcdsaP256Sha256, &kid) {
+                Ok(k) => Some(k),
+                Err(e) => {
+                    diags.push(Diagnostic::error(
+                        file,
+                        format!("cannot create a signing key: {e}"),
+                    ));
+                    None
+                }
+            }
+        }
+    };
+    if diags.len() > before {
+        return None;
+    }
+    let key = key?;
+    Some((
+        super::notify::Notifications {
+            methods,
+            deliver_to,
+            event_id,
+            listen,
+            retry,
+        },
+        key,
+    ))
 }
 
 /// Is the file at `path` a facade mapping? (Unreadable files are left to the caller.)

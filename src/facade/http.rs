@@ -132,6 +132,19 @@ pub async fn handle(facade: &Facade, req: hyper::Request<Incoming>) -> Response<
                 body: Some((*facade.openapi).clone()),
             });
         }
+        // portico's public keys, which verify the webhooks the relay signs.
+        Found::NotFound
+            if req.method() == http::Method::GET
+                && req.uri().path() == "/.well-known/jwks.json"
+                && facade.egress.is_some() =>
+        {
+            return to_response(Answer {
+                status: 200,
+                problem: false,
+                retry_after: None,
+                body: facade.egress.as_ref().map(|e| e.jwks()),
+            });
+        }
         Found::NotFound => {
             return problem(facade, 404, format!("no route for {}", req.uri().path()));
         }
@@ -268,6 +281,8 @@ pub struct Running {
     pub addr: std::net::SocketAddr,
     pub task: tokio::task::JoinHandle<std::io::Result<()>>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
+    /// The notification relay (`notifications:`), stopped with the facade.
+    _relay: Option<super::notify::Relay>,
 }
 
 impl Running {
@@ -291,6 +306,14 @@ pub async fn start(facade: Facade, addr: std::net::SocketAddr) -> std::io::Resul
     let listener = TcpListener::bind(addr).await?;
     let addr = listener.local_addr()?;
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let relay = match (&facade.notifications, &facade.egress) {
+        (Some(n), Some(egress)) => Some(super::notify::start(
+            facade.upstream.clone(),
+            n.clone(),
+            egress.clone(),
+        )),
+        _ => None,
+    };
     let task = tokio::spawn(serve(
         listener,
         Arc::new(facade),
@@ -303,5 +326,6 @@ pub async fn start(facade: Facade, addr: std::net::SocketAddr) -> std::io::Resul
         addr,
         task,
         stop: Some(tx),
+        _relay: relay,
     })
 }

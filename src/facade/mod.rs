@@ -6,11 +6,13 @@
 //! - [`derive`]: routes paired from an OpenRPC and an OpenAPI document;
 //! - [`route`]: path templates and matching;
 //! - [`openapi`]: the OpenAPI 3.1 document of the facade;
-//! - [`http`]: the listener.
+//! - [`http`]: the listener;
+//! - [`notify`]: upstream notifications relayed as signed webhooks.
 
 pub mod config;
 pub mod derive;
 pub mod http;
+pub mod notify;
 pub mod openapi;
 pub mod route;
 
@@ -47,6 +49,11 @@ pub struct Facade {
     pub openapi: Arc<Value>,
     /// Request headers passed on to the upstream `tools/call`.
     pub forward_headers: Vec<::http::HeaderName>,
+    /// Upstream notifications sent on as signed webhooks (`notifications:`).
+    pub notifications: Option<notify::Notifications>,
+    /// The signer and delivery queue of those webhooks (its JWK Set is served at
+    /// `/.well-known/jwks.json`).
+    pub egress: Option<Arc<crate::webhook::egress::Egress>>,
 }
 
 /// What the facade answers: status, extra headers, JSON body (problem+json for failures).

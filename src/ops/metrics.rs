@@ -42,6 +42,9 @@ pub const WEBHOOK_DROPS: &str = "portico_webhook_drops_total";
 pub const WEBHOOK_EGRESS: &str = "portico_webhook_egress_total";
 /// Webhook frames re-sent from the replay buffer after a `Last-Event-ID`.
 pub const WEBHOOK_REPLAYED: &str = "portico_webhook_replayed_total";
+/// Upstream MCP notifications seen by a facade's relay, by result (`delivered`, `ignored`,
+/// `duplicate`).
+pub const FACADE_NOTIFICATIONS: &str = "portico_facade_notifications_total";
 pub const STATE_ERRORS: &str = "portico_state_errors_total";
 pub const STATE_EVENTS: &str = "portico_state_events_read_total";
 
@@ -171,6 +174,10 @@ fn describe() {
     describe_counter!(
         WEBHOOK_REPLAYED,
         "webhook frames re-sent from the replay buffer after Last-Event-ID"
+    );
+    describe_counter!(
+        FACADE_NOTIFICATIONS,
+        "upstream MCP notifications seen by a facade relay, by result (delivered as signed webhooks, ignored method, duplicate event id)"
     );
     describe_counter!(
         STATE_ERRORS,
@@ -365,6 +372,11 @@ pub fn webhook_replayed(frames: u64) {
 /// Counts one failed shared-state (Redis) command.
 pub fn state_error() {
     counter!(STATE_ERRORS).increment(1);
+}
+
+/// Counts one upstream notification seen by a facade relay.
+pub fn facade_notification(result: &'static str) {
+    counter!(FACADE_NOTIFICATIONS, "result" => result).increment(1);
 }
 
 /// Counts events read from the shared event stream.

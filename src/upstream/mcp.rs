@@ -80,12 +80,12 @@ pub struct McpOptions {
 
 /// A client of one upstream MCP server; cheap to share behind an `Arc`.
 pub struct McpUpstream {
-    opts: McpOptions,
-    http: reqwest::Client,
+    pub(super) opts: McpOptions,
+    pub(super) http: reqwest::Client,
     era: Mutex<Option<Era>>,
     /// Serialises negotiation so concurrent first calls negotiate once.
     negotiating: tokio::sync::Mutex<()>,
-    next_id: AtomicU64,
+    pub(super) next_id: AtomicU64,
 }
 
 impl std::fmt::Debug for McpUpstream {
@@ -224,7 +224,7 @@ impl McpUpstream {
     }
 
     /// Clears the era if it is still `stale` (another call may have renewed it already).
-    fn forget(&self, stale: &Era) {
+    pub(super) fn forget(&self, stale: &Era) {
         if let Ok(mut e) = self.era.lock()
             && e.as_ref() == Some(stale)
         {
@@ -232,7 +232,7 @@ impl McpUpstream {
         }
     }
 
-    async fn ensure_era(&self) -> Result<Era, McpError> {
+    pub(super) async fn ensure_era(&self) -> Result<Era, McpError> {
         if let Some(era) = self.era() {
             return Ok(era);
         }
@@ -339,7 +339,12 @@ impl McpUpstream {
         }
     }
 
-    fn request(&self, era: &Era, method: &str, name: Option<&str>) -> reqwest::RequestBuilder {
+    pub(super) fn request(
+        &self,
+        era: &Era,
+        method: &str,
+        name: Option<&str>,
+    ) -> reqwest::RequestBuilder {
         let mut rb = self
             .http
             .post(&self.opts.url)
@@ -376,29 +381,7 @@ impl McpUpstream {
         name: Option<&str>,
         headers: &http::HeaderMap,
     ) -> Result<Answer, McpError> {
-        let mut params = params.clone();
-        if *era == Era::Modern
-            && let Value::Object(p) = &mut params
-        {
-            let meta = p
-                .entry("_meta")
-                .or_insert_with(|| Value::Object(Map::new()));
-            if let Value::Object(m) = meta {
-                m.insert(
-                    "io.modelcontextprotocol/protocolVersion".into(),
-                    Value::from(MODERN),
-                );
-                m.insert(
-                    "io.modelcontextprotocol/clientCapabilities".into(),
-                    json!({}),
-                );
-                m.insert(
-                    "io.modelcontextprotocol/clientInfo".into(),
-                    json!({ "name": "portico", "version": env!("CARGO_PKG_VERSION") }),
-                );
-            }
-        }
-        let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+        let body = envelope(era, id, method, params);
         let resp = self
             .request(era, method, name)
             .headers(headers.clone())
@@ -491,6 +474,34 @@ impl McpUpstream {
     }
 }
 
+/// A JSON-RPC request for `era`: 2026-07-28 requests carry the protocol version, client
+/// capabilities and client info in `params._meta`.
+pub(super) fn envelope(era: &Era, id: u64, method: &str, params: &Value) -> Value {
+    let mut params = params.clone();
+    if *era == Era::Modern
+        && let Value::Object(p) = &mut params
+    {
+        let meta = p
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(m) = meta {
+            m.insert(
+                "io.modelcontextprotocol/protocolVersion".into(),
+                Value::from(MODERN),
+            );
+            m.insert(
+                "io.modelcontextprotocol/clientCapabilities".into(),
+                json!({}),
+            );
+            m.insert(
+                "io.modelcontextprotocol/clientInfo".into(),
+                json!({ "name": "portico", "version": env!("CARGO_PKG_VERSION") }),
+            );
+        }
+    }
+    json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
+}
+
 /// Sends `notifications/cancelled` (session era) for a call that timed out or was dropped.
 struct CancelOnDrop<'a> {
     upstream: &'a McpUpstream,
@@ -525,7 +536,7 @@ impl Drop for CancelOnDrop<'_> {
 }
 
 /// End of the first SSE event in `buf`: (event length, length including the blank line).
-fn event_end(buf: &[u8]) -> Option<(usize, usize)> {
+pub(super) fn event_end(buf: &[u8]) -> Option<(usize, usize)> {
     let mut i = 0;
     while i < buf.len() {
         if buf[i..].starts_with(b"\r\n\r\n") {
@@ -540,7 +551,7 @@ fn event_end(buf: &[u8]) -> Option<(usize, usize)> {
 }
 
 /// The JSON message in an event's `data:` lines (joined by `\n`), if any.
-fn sse_data(event: &[u8]) -> Option<Value> {
+pub(super) fn sse_data(event: &[u8]) -> Option<Value> {
     let text = std::str::from_utf8(event).ok()?;
     let mut data = String::new();
     let mut any = false;
@@ -559,7 +570,7 @@ fn sse_data(event: &[u8]) -> Option<Value> {
     serde_json::from_str(&data).ok()
 }
 
-fn transport_error(e: reqwest::Error) -> McpError {
+pub(super) fn transport_error(e: reqwest::Error) -> McpError {
     if e.is_connect() {
         McpError::Unreachable(e.to_string())
     } else if e.is_timeout() {

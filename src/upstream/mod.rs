@@ -1,6 +1,7 @@
 //! Clients for what portico calls: business REST backends and upstream MCP servers.
 //! They own connections, timeouts and body limits; they never interpret protocol semantics.
 
+pub mod listen;
 pub mod mcp;
 pub mod pool;
 pub mod resilience;

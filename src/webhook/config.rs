@@ -6,7 +6,7 @@ use super::keys::{Alg, VerifyingKey};
 use crate::binding::Kind;
 use crate::config::compile::{parse_duration, substitute_env};
 use crate::config::diag::{Diagnostic, locate_yaml};
-use crate::config::mapping::WebhookSpec;
+use crate::config::mapping::{RetrySpec, WebhookSpec};
 use crate::translate::transform::Transform;
 use http::HeaderName;
 use std::fmt;
@@ -62,6 +62,43 @@ impl WebhookConfig {
             .next()
             .unwrap_or(&self.resource_uri)
     }
+}
+
+/// The http(s) URLs of a `deliver_to:` list; every other entry is reported through `bad`.
+pub fn delivery_urls(list: &[String], mut bad: impl FnMut(String)) -> Vec<url::Url> {
+    let mut out = Vec::new();
+    for u in list {
+        match url::Url::parse(u) {
+            Ok(url) if matches!(url.scheme(), "http" | "https") && url.host_str().is_some() => {
+                out.push(url)
+            }
+            _ => bad(format!("`{u}` is not an http(s) URL")),
+        }
+    }
+    out
+}
+
+/// The schedule a `retry:` block describes (USP's defaults for what it leaves out); every
+/// value that is not a duration is reported through `bad`.
+pub fn retry_policy(spec: Option<&RetrySpec>, mut bad: impl FnMut(String)) -> RetryPolicy {
+    let mut retry = RetryPolicy::default();
+    if let Some(r) = spec {
+        let mut dur = |v: &Option<String>, slot: &mut std::time::Duration, key: &str| {
+            if let Some(s) = v {
+                match parse_duration(s) {
+                    Some(d) => *slot = d,
+                    None => bad(format!("retry.{key}: `{s}` is not a duration")),
+                }
+            }
+        };
+        dur(&r.initial, &mut retry.initial, "initial");
+        dur(&r.max_total, &mut retry.max_total, "max_total");
+        dur(&r.timeout, &mut retry.timeout, "timeout");
+        if let Some(n) = r.retries {
+            retry.retries = n;
+        }
+    }
+    retry
 }
 
 /// Compiles `spec` of the mapping `file` (YAML `text`).
@@ -201,40 +238,16 @@ pub fn compile(
             "notifications/webhook".into()
         }
     });
-    let mut deliver_to = Vec::new();
-    for u in &spec.deliver_to {
-        match url::Url::parse(u) {
-            Ok(url) if matches!(url.scheme(), "http" | "https") && url.host_str().is_some() => {
-                deliver_to.push(url)
-            }
-            _ => diags.push(err(
-                "deliver_to",
-                format!("`{u}` is not an http(s) URL"),
-                "e.g. https://platform.example/webhooks/usp",
-            )),
-        }
-    }
-    let mut retry = RetryPolicy::default();
-    if let Some(r) = &spec.retry {
-        let mut dur = |v: &Option<String>, slot: &mut std::time::Duration, key: &str| {
-            if let Some(s) = v {
-                match parse_duration(s) {
-                    Some(d) => *slot = d,
-                    None => diags.push(err(
-                        "retry",
-                        format!("retry.{key}: `{s}` is not a duration"),
-                        "such as 30s or 15m",
-                    )),
-                }
-            }
-        };
-        dur(&r.initial, &mut retry.initial, "initial");
-        dur(&r.max_total, &mut retry.max_total, "max_total");
-        dur(&r.timeout, &mut retry.timeout, "timeout");
-        if let Some(n) = r.retries {
-            retry.retries = n;
-        }
-    }
+    let deliver_to = delivery_urls(&spec.deliver_to, |m| {
+        diags.push(err(
+            "deliver_to",
+            m,
+            "e.g. https://platform.example/webhooks/usp",
+        ))
+    });
+    let retry = retry_policy(spec.retry.as_ref(), |m| {
+        diags.push(err("retry", m, "such as 30s or 15m"))
+    });
     if !diags.is_empty() {
         return Err(diags);
     }

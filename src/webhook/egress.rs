@@ -68,6 +68,14 @@ pub struct Egress {
     dead: Mutex<VecDeque<DeadLetter>>,
 }
 
+impl std::fmt::Debug for Egress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Egress")
+            .field("kid", &self.key.verifying_key().kid)
+            .finish_non_exhaustive()
+    }
+}
+
 fn now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -103,22 +111,24 @@ impl Egress {
     }
 
     /// Starts delivering `event` to `url` in its own task.
-    /// `seq` is the event's journal sequence number.
+    /// `seq` is the event's journal sequence number: an ingress event's delivery is leased in
+    /// the shared state and recorded in the journal; one without (`None`, the facade's relay of
+    /// upstream notifications) is delivered from this process only.
     pub fn deliver(
         self: &Arc<Self>,
         url: url::Url,
         event: Arc<Value>,
         event_id: String,
         policy: RetryPolicy,
-        seq: u64,
+        seq: Option<u64>,
     ) {
         let me = self.clone();
         tokio::spawn(async move {
             // Several replicas: the pending delivery is leased in Redis, so another replica
             // takes it over if this one dies before it ends (`crate::state::deliveries`).
-            let shared = crate::state::shared();
+            let shared = crate::state::shared().zip(seq);
             let mut lease = None;
-            if let Some(state) = shared {
+            if let Some((state, seq)) = shared {
                 let recorded = crate::state::deliveries::record(
                     state,
                     seq,
@@ -136,12 +146,12 @@ impl Egress {
                 }
             }
             let result = me.run(url.clone(), event, event_id, policy).await;
-            if let (Some(state), Some(field)) = (shared, lease)
+            if let (Some((state, _)), Some(field)) = (shared, lease)
                 && let Err(e) = crate::state::deliveries::finish(state, &field).await
             {
                 tracing::warn!(error = %e, "cannot end the delivery's lease; another replica may send it again");
             }
-            if let Some(j) = &me.journal {
+            if let (Some(j), Some(seq)) = (&me.journal, seq) {
                 let done = Record::Done {
                     seq,
                     url: url.to_string(),

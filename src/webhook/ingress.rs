@@ -192,7 +192,7 @@ impl Ingress {
                 .find(|b| &b.name == business)
                 .and_then(|b| b.webhooks.as_ref().map(|w| w.retry))
                 .unwrap_or_default();
-            egress.deliver(url, event.clone(), event_id.clone(), policy, *seq);
+            egress.deliver(url, event.clone(), event_id.clone(), policy, Some(*seq));
             resumed += 1;
         }
         Ok(resumed)
@@ -389,7 +389,7 @@ impl Ingress {
                     event.clone(),
                     event_id.to_string(),
                     cfg.retry,
-                    seq,
+                    Some(seq),
                 );
             }
         }
