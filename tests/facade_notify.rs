@@ -167,29 +167,18 @@ async fn upstream_2026_notifications_become_signed_webhooks() {
     let http = reqwest::Client::new();
     let keys = facade_keys(&http, &running.url()).await;
 
-    // The relay's listen stream opens in the background: events sent before it is open are
-    // not replayed at 2026-07-28, so probe until one comes through.
-    let mut first = None;
-    for i in 0..50 {
-        post_business_webhook(&http, &gw, &business, &format!("probe{i}"), now()).await;
-        if let Ok(Some(r)) = tokio::time::timeout(Duration::from_millis(200), hooks.recv()).await {
-            first = Some(r);
-            break;
-        }
-    }
-    let first = first.expect("the relay delivers once its stream is open");
-    assert_eq!(first.path, "/platform/usp-hooks");
-    verified(&first, &hook_addr.to_string(), &keys).expect("signed with the facade's key");
-    while let Ok(Some(_)) = tokio::time::timeout(Duration::from_millis(300), hooks.recv()).await {}
-
+    // Events sent before the relay's stream is open are not replayed at 2026-07-28.
+    wait_connected(&running).await;
     for id in ["evt_a", "evt_b"] {
         post_business_webhook(&http, &gw, &business, id, now()).await;
     }
     // A duplicate event (a fresh signature: a replayed one would be refused) is acknowledged
     // by the upstream and never re-notified.
     post_business_webhook(&http, &gw, &business, "evt_a", now() - 1).await;
+    let mut first = None;
     for id in ["evt_a", "evt_b"] {
         let r = next_hook(&mut hooks).await;
+        assert_eq!(r.path, "/platform/usp-hooks");
         let keyid = verified(&r, &hook_addr.to_string(), &keys).expect("signature verifies");
         assert_eq!(keys[0].kid, keyid);
         let body: Value = serde_json::from_slice(&r.body).expect("JSON body");
@@ -203,7 +192,9 @@ async fn upstream_2026_notifications_become_signed_webhooks() {
             r.headers.get("content-type").and_then(|v| v.to_str().ok()),
             Some("application/json")
         );
+        first.get_or_insert(r);
     }
+    let first = first.expect("a delivery");
     assert!(
         tokio::time::timeout(Duration::from_millis(500), hooks.recv())
             .await
@@ -215,6 +206,16 @@ async fn upstream_2026_notifications_become_signed_webhooks() {
     forged.body = Bytes::from_static(b"{\"event_id\":\"evt_a\",\"event\":\"booking.canceled\"}");
     assert!(verified(&forged, &hook_addr.to_string(), &keys).is_err());
     running.stop().await.expect("facade stops");
+}
+
+async fn wait_connected(running: &portico::facade::http::Running) {
+    for _ in 0..200 {
+        if running.relay_connected() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the relay's stream to the upstream did not open within 5 s");
 }
 
 fn next_delivery_copy(r: &Received) -> Received {
@@ -487,4 +488,97 @@ notifications:
         text.iter().any(|t| t.contains(":8")),
         "deliver_to is on line 8:\n{all}"
     );
+}
+
+// ---- from_profiles: the whole loop on the demo -------------------------------------------
+
+/// REST platform -> facade -> portico -> the demo's legacy backend; the backend's own signed
+/// webhook comes back through portico's ingress as `usp_webhook`, and the relay sends it to the
+/// `webhook_url` of the profile that booked (and to nobody else).
+#[tokio::test]
+async fn booking_events_reach_the_webhook_url_of_the_platform_that_booked() {
+    let demo = portico::demo::start(0).await.expect("demo starts");
+    let (hook_addr, mut hooks) = hook_receiver(|_| 200).await;
+    // The platform's profile document, served on 127.0.0.1.
+    let profile_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let profile_addr = profile_listener.local_addr().unwrap();
+    let doc = json!({"usp": {"version": "2026-01-11", "capabilities": {}},
+                     "webhook_url": format!("http://{hook_addr}/usp-hooks")})
+    .to_string();
+    serve_with(profile_listener, move |_req| {
+        let doc = doc.clone();
+        async move {
+            let mut r = Response::new(Full::new(Bytes::from(doc)));
+            r.headers_mut()
+                .insert("content-type", "application/json".parse().unwrap());
+            r
+        }
+    });
+    let profile = format!("http://{profile_addr}/platform.json");
+
+    let dir = temp_dir("relayprofile");
+    let text = format!(
+        r#"facade: spa-platforms
+binding: usp
+upstream:
+  url: {mcp}
+routes:
+  POST /bookings: {{ tool: usp_bookings_create, status: 201 }}
+  POST /bookings/{{booking_id}}/cancel: usp_bookings_cancel
+notifications:
+  from_profiles: true
+  allow_hosts: [127.0.0.1]
+  retry: {{ initial: 100ms, retries: 1, max_total: 1s, timeout: 2s }}
+"#,
+        mcp = demo.mcp_url()
+    );
+    let file = dir.join("platforms.yaml");
+    std::fs::write(&file, text).unwrap();
+    let facade = portico::facade::config::load(&file).expect("facade compiles");
+    let running = portico::facade::http::start(facade, "127.0.0.1:0".parse().unwrap())
+        .await
+        .expect("facade listens");
+    wait_connected(&running).await;
+    let keys = facade_keys(&reqwest::Client::new(), &running.url()).await;
+
+    let http = reqwest::Client::new();
+    let agent = format!("profile=\"{profile}\"");
+    let created = http
+        .post(format!("{}/bookings", running.url()))
+        .header("usp-agent", &agent)
+        .header("idempotency-key", uuid::Uuid::new_v4().to_string())
+        .json(
+            &json!({"service_id": "MASSAGE-60", "slot_id": "MASSAGE-60@2026-12-01T09:00",
+                      "buyer": {"first_name": "Alice", "last_name": "Example",
+                                "email": "alice@example.com"}}),
+        )
+        .send()
+        .await
+        .expect("booking created");
+    let status = created.status();
+    let body: Value = created.json().await.unwrap();
+    assert_eq!(status, 201, "{body}");
+    let booking_id = body["booking"]["id"]
+        .as_str()
+        .expect("a booking id")
+        .to_string();
+    let cancelled = http
+        .post(format!("{}/bookings/{booking_id}/cancel", running.url()))
+        .header("usp-agent", &agent)
+        .json(&json!({"reason": "plans changed"}))
+        .send()
+        .await
+        .expect("booking cancelled");
+    assert_eq!(cancelled.status(), 200);
+
+    for want in ["booking.confirmed", "booking.canceled"] {
+        let r = next_hook(&mut hooks).await;
+        assert_eq!(r.path, "/usp-hooks", "the profile's webhook_url");
+        verified(&r, &hook_addr.to_string(), &keys).expect("signed with the facade's key");
+        let event: Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(event["event"], want);
+        assert_eq!(event["booking_id"], booking_id.as_str());
+    }
+    running.stop().await.expect("facade stops");
+    demo.stop().await;
 }

@@ -68,6 +68,14 @@ pub struct NotificationsSpec {
     /// an ephemeral P-256 key. Either way the public key is at `/.well-known/jwks.json`.
     #[serde(default)]
     pub signing_key: Option<String>,
+    /// Also deliver a booking's events to the `webhook_url` of the platform profile that made
+    /// or read the booking through this facade (USP §9.2.3 registration; default false).
+    #[serde(default)]
+    pub from_profiles: bool,
+    /// Hosts whose profiles and webhook URLs may be plain http on private addresses (tests,
+    /// in-cluster platforms); none by default.
+    #[serde(default)]
+    pub allow_hosts: Vec<String>,
 }
 
 /// Where the upstream MCP server is.
@@ -412,10 +420,10 @@ fn notifications(
             "e.g. https://platform.example/webhooks/usp",
         ))
     });
-    if n.deliver_to.is_empty() {
+    if n.deliver_to.is_empty() && !n.from_profiles {
         diags.push(err(
             "deliver_to",
-            "`notifications` needs at least one `deliver_to` URL".into(),
+            "`notifications` needs at least one `deliver_to` URL, or `from_profiles: true`".into(),
             "e.g. deliver_to: [https://platform.example/webhooks/usp]",
         ));
     }
@@ -491,6 +499,12 @@ fn notifications(
             event_id,
             listen,
             retry,
+            platforms: n.from_profiles.then(|| {
+                Arc::new(super::notify::Platforms::new(crate::auth::fetch::Limits {
+                    allow_hosts: n.allow_hosts.clone(),
+                    ..Default::default()
+                }))
+            }),
         },
         key,
     ))

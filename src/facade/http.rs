@@ -282,10 +282,16 @@ pub struct Running {
     pub task: tokio::task::JoinHandle<std::io::Result<()>>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     /// The notification relay (`notifications:`), stopped with the facade.
-    _relay: Option<super::notify::Relay>,
+    relay: Option<super::notify::Relay>,
 }
 
 impl Running {
+    /// True while the notification relay's stream to the upstream is open (false without
+    /// `notifications:`).
+    pub fn relay_connected(&self) -> bool {
+        self.relay.as_ref().is_some_and(|r| r.connected())
+    }
+
     /// Base URL (no trailing `/`).
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
@@ -326,6 +332,6 @@ pub async fn start(facade: Facade, addr: std::net::SocketAddr) -> std::io::Resul
         addr,
         task,
         stop: Some(tx),
-        _relay: relay,
+        relay,
     })
 }

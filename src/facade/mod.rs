@@ -119,14 +119,23 @@ impl Facade {
             _ => Map::new(),
         };
         self.binding.meta_into_args(&call.meta, &mut args);
-        match self
+        let outcome = match self
             .upstream
             .call_tool_with(&call.tool, Value::Object(args), headers)
             .await
         {
             Ok(result) => self.binding.outcome_of_result(result),
             Err(e) => Outcome::Failure(failure_of(&self.binding, e)),
+        };
+        if let (Some(profile), Some(platforms)) = (
+            &call.meta.profile,
+            self.notifications
+                .as_ref()
+                .and_then(|n| n.platforms.as_ref()),
+        ) {
+            platforms.learn(profile, &outcome);
         }
+        outcome
     }
 
     /// The HTTP answer for an outcome of `route`.

@@ -8,15 +8,147 @@
 //! letters. Events are deduplicated by their id (a JSON pointer, `/event_id` by default; a
 //! digest of the body when absent) over the last [`RECENT_IDS`] events, so a stream replayed
 //! after a reconnect is not delivered twice.
+//!
+//! With `from_profiles`, platforms are also found the way USP §9.2.3 registers them: a REST
+//! call through the facade that names its platform profile (`USP-Agent: profile="…"`) and
+//! answers with a booking ties that booking to the profile ([`Platforms::learn`]); a later
+//! event for the booking is also sent to the profile's `webhook_url`, read from the profile
+//! document (fetched with `auth::fetch`'s limits, cached for [`PROFILE_TTL`]).
 
+use crate::model::Outcome;
 use crate::webhook::egress::{Egress, RetryPolicy};
 use serde_json::Value;
-use std::collections::{HashSet, VecDeque};
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 /// Event ids remembered for deduplication.
 pub const RECENT_IDS: usize = 4096;
+/// Bookings whose platform is remembered (the oldest are forgotten first).
+pub const KNOWN_BOOKINGS: usize = 10_000;
+/// How long a profile's `webhook_url` (or its absence) is reused before it is fetched again.
+pub const PROFILE_TTL: Duration = Duration::from_secs(300);
+
+/// Platforms learnt from facade calls: booking id -> profile URI, profile -> `webhook_url`.
+#[derive(Debug)]
+pub struct Platforms {
+    bookings: Mutex<(HashMap<String, String>, VecDeque<String>)>,
+    urls: Mutex<HashMap<String, (Option<url::Url>, Instant)>>,
+    limits: crate::auth::fetch::Limits,
+}
+
+impl Platforms {
+    pub fn new(limits: crate::auth::fetch::Limits) -> Self {
+        Platforms {
+            bookings: Mutex::new((HashMap::new(), VecDeque::new())),
+            urls: Mutex::new(HashMap::new()),
+            limits,
+        }
+    }
+
+    /// Ties the booking an answer carries (`booking.id`) to the calling platform's profile.
+    pub fn learn(&self, profile: &str, outcome: &Outcome) {
+        let booking = match outcome {
+            Outcome::Success { body } => body.pointer("/booking/id"),
+            Outcome::Business { body, .. } => body.get("booking").and_then(|b| b.get("id")),
+            Outcome::Failure(_) => None,
+        };
+        let Some(id) = booking.and_then(Value::as_str).filter(|s| !s.is_empty()) else {
+            return;
+        };
+        let Ok(mut guard) = self.bookings.lock() else {
+            return;
+        };
+        let (map, order) = &mut *guard;
+        if map.insert(id.to_string(), profile.to_string()).is_none() {
+            order.push_back(id.to_string());
+            if order.len() > KNOWN_BOOKINGS
+                && let Some(old) = order.pop_front()
+            {
+                map.remove(&old);
+            }
+        }
+    }
+
+    /// The platform profile that made or read the booking of `event` (`booking_id`).
+    fn profile_of(&self, event: &Value) -> Option<String> {
+        let id = event.get("booking_id").and_then(Value::as_str)?;
+        self.bookings.lock().ok()?.0.get(id).cloned()
+    }
+
+    /// The `webhook_url` of the platform behind `event`, if it published an acceptable one.
+    async fn target(&self, event: &Value) -> Option<url::Url> {
+        let profile = self.profile_of(event)?;
+        if let Ok(cache) = self.urls.lock()
+            && let Some((url, at)) = cache.get(&profile)
+            && at.elapsed() < PROFILE_TTL
+        {
+            return url.clone();
+        }
+        let url = match self.fetch_webhook_url(&profile).await {
+            Ok(u) => Some(u),
+            Err(why) => {
+                tracing::warn!(profile = %profile, reason = %why, "no webhook_url from the platform profile");
+                None
+            }
+        };
+        if let Ok(mut cache) = self.urls.lock() {
+            if cache.len() >= KNOWN_BOOKINGS {
+                cache.retain(|_, (_, at)| at.elapsed() < PROFILE_TTL);
+            }
+            cache.insert(profile, (url.clone(), Instant::now()));
+        }
+        url
+    }
+
+    async fn fetch_webhook_url(&self, profile: &str) -> Result<url::Url, String> {
+        let bytes = crate::auth::fetch::get(profile, &self.limits)
+            .await
+            .map_err(|e| e.to_string())?;
+        let doc: Value =
+            serde_json::from_slice(&bytes).map_err(|e| format!("the profile is not JSON: {e}"))?;
+        let raw = doc
+            .get("webhook_url")
+            .and_then(Value::as_str)
+            .ok_or("the profile has no `webhook_url`")?;
+        acceptable_target(raw, &self.limits.allow_hosts).await
+    }
+}
+
+/// A webhook URL a profile may name: https (plain http only for an allowed host), never a
+/// private, loopback or link-local address unless its host is allowed.
+async fn acceptable_target(raw: &str, allow_hosts: &[String]) -> Result<url::Url, String> {
+    let u = url::Url::parse(raw).map_err(|_| format!("`{raw}` is not a URL"))?;
+    let host = u
+        .host_str()
+        .ok_or("the webhook_url has no host")?
+        .to_string();
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let allowed = allow_hosts.iter().any(|h| h == &host || h == bare);
+    match u.scheme() {
+        "https" => {}
+        "http" if allowed => {}
+        _ => return Err("the webhook_url must be https".into()),
+    }
+    if !allowed {
+        let port = u.port_or_known_default().unwrap_or(443);
+        let addrs: Vec<std::net::SocketAddr> = tokio::net::lookup_host((bare, port))
+            .await
+            .map_err(|_| format!("`{host}` could not be resolved"))?
+            .collect();
+        if addrs.is_empty()
+            || addrs
+                .iter()
+                .any(|a| crate::auth::fetch::special_use(a.ip()))
+        {
+            return Err(format!(
+                "`{host}` resolves to a private, loopback or link-local address"
+            ));
+        }
+    }
+    Ok(u)
+}
 
 /// Compiled `notifications:` of a facade file.
 #[derive(Debug, Clone)]
@@ -29,11 +161,21 @@ pub struct Notifications {
     /// The 2026-07-28 `subscriptions/listen` filter.
     pub listen: Value,
     pub retry: RetryPolicy,
+    /// Platforms found through the profiles of facade callers (`from_profiles: true`).
+    pub platforms: Option<Arc<Platforms>>,
 }
 
 /// The running relay; dropping it stops listening (deliveries already started go on).
 pub struct Relay {
     task: tokio::task::AbortHandle,
+    connected: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Relay {
+    /// True while the relay's stream to the upstream is open.
+    pub fn connected(&self) -> bool {
+        self.connected.load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 impl Drop for Relay {
@@ -113,8 +255,10 @@ pub fn start(
     egress: Arc<Egress>,
 ) -> Relay {
     let (tx, mut rx) = mpsc::channel::<Value>(256);
+    let connected = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let opts = crate::upstream::listen::ListenOptions {
         filter: n.listen.clone(),
+        connected: connected.clone(),
     };
     let task = tokio::spawn(async move {
         let listener = upstream.listen_forever(opts, tx);
@@ -124,15 +268,16 @@ pub fn start(
                 match judge(&n, &mut recent, msg) {
                     Verdict::Deliver { event_id, body } => {
                         crate::ops::metrics::facade_notification("delivered");
+                        let mut urls = n.deliver_to.clone();
+                        if let Some(p) = &n.platforms
+                            && let Some(u) = p.target(&body).await
+                            && !urls.contains(&u)
+                        {
+                            urls.push(u);
+                        }
                         let body = Arc::new(body);
-                        for url in &n.deliver_to {
-                            egress.deliver(
-                                url.clone(),
-                                body.clone(),
-                                event_id.clone(),
-                                n.retry,
-                                None,
-                            );
+                        for url in urls {
+                            egress.deliver(url, body.clone(), event_id.clone(), n.retry, None);
                         }
                     }
                     Verdict::Ignored => crate::ops::metrics::facade_notification("ignored"),
@@ -144,6 +289,7 @@ pub fn start(
     });
     Relay {
         task: task.abort_handle(),
+        connected,
     }
 }
 
@@ -159,6 +305,7 @@ mod tests {
             event_id: "/event_id".into(),
             listen: json!({}),
             retry: RetryPolicy::default(),
+            platforms: None,
         }
     }
 
@@ -190,6 +337,50 @@ mod tests {
         };
         assert!(event_id.starts_with("sha256:"));
         assert_eq!(judge(&n, &mut recent, msg), Verdict::Duplicate);
+    }
+
+    #[tokio::test]
+    async fn a_profile_may_not_aim_webhooks_at_private_or_plain_http_targets() {
+        let allowed = ["127.0.0.1".to_string()];
+        assert!(
+            acceptable_target("http://127.0.0.1:9/h", &allowed)
+                .await
+                .is_ok()
+        );
+        for (url, why) in [
+            ("http://127.0.0.1:9/h", "must be https"),
+            ("https://127.0.0.1/h", "private, loopback or link-local"),
+            ("https://10.0.0.7/h", "private, loopback or link-local"),
+            (
+                "https://169.254.169.254/latest",
+                "private, loopback or link-local",
+            ),
+            ("https://[::1]/h", "private, loopback or link-local"),
+            ("not a url", "is not a URL"),
+        ] {
+            let e = acceptable_target(url, &[]).await.expect_err(url);
+            assert!(e.contains(why), "{url}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_booking_is_tied_to_the_profile_that_made_it() {
+        let p = Platforms::new(Default::default());
+        let created = Outcome::Success {
+            body: json!({"booking": {"id": "bkg_1", "status": "confirmed"}}),
+        };
+        p.learn("https://agent.example/p.json", &created);
+        p.learn(
+            "https://other.example/p.json",
+            &Outcome::Success {
+                body: json!({"services": []}),
+            },
+        );
+        assert_eq!(
+            p.profile_of(&json!({"booking_id": "bkg_1"})).as_deref(),
+            Some("https://agent.example/p.json")
+        );
+        assert_eq!(p.profile_of(&json!({"booking_id": "bkg_2"})), None);
     }
 
     #[test]

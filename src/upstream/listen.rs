@@ -19,7 +19,8 @@
 
 use super::mcp::{Era, McpUpstream, envelope, event_end, sse_data, transport_error};
 use serde_json::{Value, json};
-use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -33,6 +34,8 @@ pub struct ListenOptions {
     /// The `notifications` filter of a 2026-07-28 `subscriptions/listen` request (the session
     /// era's GET stream has no filter: the server sends what it has).
     pub filter: Value,
+    /// True while a stream is open (the server answered it with an event stream).
+    pub connected: Arc<AtomicBool>,
 }
 
 /// How one stream ended.
@@ -195,6 +198,22 @@ impl McpUpstream {
             };
             return ended(0, what);
         }
+        opts.connected.store(true, Ordering::Relaxed);
+        let end = self.read_stream(era, id, resp, last_event_id, out).await;
+        opts.connected.store(false, Ordering::Relaxed);
+        end
+    }
+
+    /// Reads an open stream to its end, handing notifications to `out`.
+    async fn read_stream(
+        &self,
+        era: &Era,
+        id: u64,
+        resp: reqwest::Response,
+        last_event_id: &mut Option<String>,
+        out: &mpsc::Sender<Value>,
+    ) -> End {
+        let ended = |delivered: usize, why: String| End::Ended { delivered, why };
         let mut events = Events {
             resp,
             buf: Vec::new(),
