@@ -399,9 +399,12 @@ impl McpUpstream {
             }
         }
         let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+        // The calling span's W3C `traceparent` (when tracing is exported), over any forwarded one.
+        let mut headers = headers.clone();
+        crate::ops::otel::inject(&mut headers);
         let resp = self
             .request(era, method, name)
-            .headers(headers.clone())
+            .headers(headers)
             .json(&body)
             .send()
             .await
