@@ -40,15 +40,128 @@ fn release_freed_memory() {
     unsafe { libmimalloc_sys::mi_collect(true) };
 }
 
+/// The exit codes of every subcommand, in one place (README "Exit codes" documents this table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Exit {
+    /// Done; a server stopped by SIGTERM / Ctrl-C after draining its in-flight calls.
+    Ok = 0,
+    /// The input was refused: a configuration, mapping, key or certificate file, a flag value
+    /// checked after parsing (`--otlp-endpoint`, `--state`); `check` found errors; `health` got
+    /// no 2xx answer; a webhook signature did not verify.
+    Invalid = 1,
+    /// Usage: an unknown subcommand or flag, a missing argument, a value that does not parse
+    /// (clap's own exit code for usage errors).
+    Usage = 2,
+    /// Cannot start: a listener address cannot be bound (taken, not local, no permission), the
+    /// OTLP exporter or a listener's state cannot be set up.
+    Startup = 3,
+    /// Failed while running: a server stopped with an I/O error, stdout could not be written.
+    Runtime = 4,
+}
+
+impl From<Exit> for ExitCode {
+    fn from(e: Exit) -> ExitCode {
+        ExitCode::from(e as u8)
+    }
+}
+
+const SERVE_EXAMPLES: &str = "\
+Examples:
+  portico serve mappings/
+  portico serve --config /etc/portico --listen 0.0.0.0:8080 --admin-addr 0.0.0.0:9090
+  PORTICO_CONFIG=mappings/ PORTICO_LISTEN=127.0.0.1:8080 portico serve
+  portico serve mappings/demo-spa.yaml --tls-cert tls.crt --tls-key tls.key --log-format text";
+
+const STDIO_EXAMPLES: &str = "\
+Examples:
+  portico stdio mappings/
+  portico stdio --config mappings/demo-spa.yaml --server-name spa
+  portico stdio mappings/ --webhook-listen 127.0.0.1:8081";
+
+const DEMO_EXAMPLES: &str = "\
+Examples:
+  portico demo
+  portico demo --port 9200 --fixtures
+  portico demo --secure";
+
+const FACADE_EXAMPLES: &str = "\
+Examples:
+  portico facade mappings/demo-spa-facade.yaml
+  portico facade mappings/demo-spa-facade.yaml --listen 127.0.0.1:8090 --log-format text
+  PORTICO_FACADE_MAPPING=mappings/demo-spa-facade.yaml portico facade --tls-cert tls.crt --tls-key tls.key";
+
+const OPENAPI_EXAMPLES: &str = "\
+Examples:
+  portico openapi mappings/demo-spa-facade.yaml > openapi.json
+  portico openapi mappings/demo-spa-facade.yaml | jq '.paths | keys'";
+
+const DEMO_BACKEND_EXAMPLES: &str = "\
+Examples:
+  portico demo-backend
+  portico demo-backend --port 9101 & portico serve mappings/";
+
+const SIGN_EXAMPLES: &str = "\
+Examples:
+  portico webhook-sign --key sender.jwk --url https://gw.example/webhooks/spa --body event.json
+  portico webhook-sign --key sender.jwk --url http://127.0.0.1:8080/webhooks/spa --body event.json --created 1767225600 > headers.txt";
+
+const VERIFY_EXAMPLES: &str = "\
+Examples:
+  portico webhook-verify --jwks jwks.json --url https://gw.example/webhooks/spa --headers headers.txt --body event.json
+  portico webhook-verify --jwks jwks.json --url http://127.0.0.1:8080/webhooks/spa --headers headers.txt --body event.json --max-age 10m";
+
+const HEALTH_EXAMPLES: &str = "\
+Examples:
+  portico health
+  portico health --url http://127.0.0.1:9090/readyz --timeout 5s
+  HEALTHCHECK CMD [\"portico\", \"health\"]   (Dockerfile)";
+
+const CHECK_EXAMPLES: &str = "\
+Examples:
+  portico check mappings/
+  portico check --strict mappings/demo-spa.yaml mappings/demo-hotel.yaml
+  PORTICO_CONFIG=/etc/portico portico check";
+
+const AFTER_HELP: &str = "\
+Every flag can also be set by an environment variable (shown as [env: ...]); a flag on the
+command line wins. Exit codes: 0 ok, 1 input refused (configuration, files, check), 2 usage,
+3 cannot start (address taken), 4 failed while running.";
+
 #[derive(Parser)]
 #[command(
     name = "portico",
     version,
-    about = "A protocol-translating gateway between REST and MCP"
+    about = "A protocol-translating gateway between REST and MCP",
+    after_help = AFTER_HELP
 )]
 struct Cli {
     #[command(subcommand)]
     command: Command,
+}
+
+/// Where the configuration is: mapping files or folders of them, as arguments or `--config`.
+#[derive(clap::Args)]
+struct ConfigArgs {
+    /// Mapping files, or folders of them (every `*.yaml` / `*.yml` directly inside).
+    #[arg(value_name = "CONFIG", required_unless_present = "config")]
+    paths: Vec<PathBuf>,
+    /// Mapping file or folder (repeatable, or comma-separated); joins the CONFIG arguments.
+    #[arg(
+        long,
+        short = 'c',
+        value_name = "FILE|DIR",
+        env = "PORTICO_CONFIG",
+        value_delimiter = ','
+    )]
+    config: Vec<PathBuf>,
+}
+
+impl ConfigArgs {
+    fn all(self) -> Vec<PathBuf> {
+        let mut all = self.paths;
+        all.extend(self.config);
+        all
+    }
 }
 
 // Parsed once at start; boxing the big `Serve` variant would buy nothing.
@@ -56,31 +169,40 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve MCP in front of the backends described by mapping files.
+    #[command(after_help = SERVE_EXAMPLES)]
     Serve {
-        /// Mapping files, or folders of them.
-        #[arg(required = true)]
-        config: Vec<PathBuf>,
+        #[command(flatten)]
+        config: ConfigArgs,
         /// Address of the MCP listener.
         #[arg(long, default_value = "127.0.0.1:8080", env = "PORTICO_LISTEN")]
         listen: SocketAddr,
-        /// Accepted Host names besides localhost (repeatable; `*` accepts any).
-        #[arg(long = "allowed-host")]
+        /// Accepted Host names besides localhost (repeatable, or comma-separated; `*` accepts
+        /// any).
+        #[arg(
+            long = "allowed-host",
+            env = "PORTICO_ALLOWED_HOST",
+            value_delimiter = ','
+        )]
         allowed_hosts: Vec<String>,
-        /// Accepted browser Origins besides localhost ones (repeatable).
-        #[arg(long = "allowed-origin")]
+        /// Accepted browser Origins besides localhost ones (repeatable, or comma-separated).
+        #[arg(
+            long = "allowed-origin",
+            env = "PORTICO_ALLOWED_ORIGIN",
+            value_delimiter = ','
+        )]
         allowed_origins: Vec<String>,
         /// Largest accepted request body in bytes.
-        #[arg(long, default_value_t = 1 << 20)]
+        #[arg(long, default_value_t = 1 << 20, env = "PORTICO_MAX_BODY_BYTES")]
         max_body_bytes: usize,
         /// Address of the admin listener (/healthz, /readyz, /metrics); off when absent.
         #[arg(long, env = "PORTICO_ADMIN_ADDR")]
         admin_addr: Option<SocketAddr>,
         /// How long in-flight calls may run after SIGTERM / Ctrl-C (e.g. `10s`, `500ms`).
-        #[arg(long, default_value = "10s", value_parser = duration)]
+        #[arg(long, default_value = "10s", value_parser = duration, env = "PORTICO_SHUTDOWN_TIMEOUT")]
         shutdown_timeout: Duration,
         /// How often the configuration files are checked for changes (`off` disables; SIGHUP
         /// always reloads).
-        #[arg(long, default_value = "2s", value_parser = interval)]
+        #[arg(long, default_value = "2s", value_parser = interval, env = "PORTICO_RELOAD_INTERVAL")]
         reload_interval: Interval,
         /// Log line format on stderr.
         #[arg(long, value_enum, default_value_t = LogFormat::Json, env = "PORTICO_LOG_FORMAT")]
@@ -103,23 +225,18 @@ enum Command {
         /// Prefix of every shared-state key (replica sets sharing one Redis need their own).
         #[arg(long, default_value = "portico", env = "PORTICO_STATE_PREFIX")]
         state_prefix: String,
-        /// PEM certificate chain: serve the MCP listener (and /webhooks) over TLS. Reloaded
-        /// when the file changes. Needs --tls-key.
-        #[arg(long, env = "PORTICO_TLS_CERT", requires = "tls_key")]
-        tls_cert: Option<PathBuf>,
-        /// PEM private key (PKCS#8, PKCS#1 or SEC1) of --tls-cert.
-        #[arg(long, env = "PORTICO_TLS_KEY", requires = "tls_cert")]
-        tls_key: Option<PathBuf>,
-        /// OTLP/HTTP collector (e.g. `http://127.0.0.1:4318`): export each call's span there
-        /// and send W3C `traceparent` to the backends.
+        #[command(flatten)]
+        tls: TlsArgs,
+        /// OTLP/HTTP collector (e.g. `http://127.0.0.1:4318`): export each call's span there,
+        /// continue a caller's W3C `traceparent` and send one to the backends.
         #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
         otlp_endpoint: Option<String>,
     },
     /// Serve MCP over stdio (one JSON-RPC message per line; logs go to stderr).
+    #[command(after_help = STDIO_EXAMPLES)]
     Stdio {
-        /// Mapping files, or folders of them.
-        #[arg(required = true)]
-        config: Vec<PathBuf>,
+        #[command(flatten)]
+        config: ConfigArgs,
         /// Server name announced in `serverInfo`.
         #[arg(long, default_value = "portico", env = "PORTICO_SERVER_NAME")]
         server_name: String,
@@ -132,21 +249,24 @@ enum Command {
         webhook_key: Option<PathBuf>,
     },
     /// Run the embedded demo: a legacy spa + hotel API with portico in front, on 127.0.0.1.
+    #[command(after_help = DEMO_EXAMPLES)]
     Demo {
         /// Port of the MCP endpoint; the legacy backend takes the next one.
-        #[arg(long, default_value_t = 9100)]
+        #[arg(long, default_value_t = 9100, env = "PORTICO_DEMO_PORT")]
         port: u16,
         /// Also serve the MCP conformance fixtures (mappings/conformance.yaml) from a REST
         /// fixture backend on port + 2.
-        #[arg(long)]
+        #[arg(long, env = "PORTICO_DEMO_FIXTURES")]
         fixtures: bool,
         /// Require authentication for privileged tools (prints how to authenticate).
-        #[arg(long)]
+        #[arg(long, env = "PORTICO_DEMO_SECURE")]
         secure: bool,
     },
     /// Serve a REST facade in front of an MCP server (the reverse path), from a facade mapping.
+    #[command(after_help = FACADE_EXAMPLES)]
     Facade {
         /// The facade mapping file (`facade:` at its top; see docs/mapping.md).
+        #[arg(env = "PORTICO_FACADE_MAPPING")]
         mapping: PathBuf,
         /// Address of the REST listener.
         #[arg(long, default_value = "127.0.0.1:8090", env = "PORTICO_FACADE_LISTEN")]
@@ -154,66 +274,115 @@ enum Command {
         /// Log line format on stderr.
         #[arg(long, value_enum, default_value_t = LogFormat::Json, env = "PORTICO_LOG_FORMAT")]
         log_format: LogFormat,
+        /// How long in-flight requests may run after SIGTERM / Ctrl-C.
+        #[arg(long, default_value = "10s", value_parser = duration, env = "PORTICO_SHUTDOWN_TIMEOUT")]
+        shutdown_timeout: Duration,
+        #[command(flatten)]
+        tls: TlsArgs,
+        /// OTLP/HTTP collector: export each request's span, continue a caller's W3C
+        /// `traceparent` and send one to the upstream MCP server.
+        #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+        otlp_endpoint: Option<String>,
     },
     /// Print the OpenAPI 3.1 document of a facade mapping (what its `GET /openapi.json` serves).
+    #[command(after_help = OPENAPI_EXAMPLES)]
     Openapi {
         /// The facade mapping file.
+        #[arg(env = "PORTICO_FACADE_MAPPING")]
         mapping: PathBuf,
     },
     /// Run only the demo's legacy booking API (for `portico serve mappings/` and benchmarks).
+    #[command(after_help = DEMO_BACKEND_EXAMPLES)]
     DemoBackend {
         /// Port of the legacy API (the demo mappings expect 9101).
-        #[arg(long, default_value_t = 9101)]
+        #[arg(long, default_value_t = 9101, env = "PORTICO_DEMO_BACKEND_PORT")]
         port: u16,
     },
     /// Sign a webhook body (RFC 9421 + Content-Digest) with a private JWK; prints header lines.
+    #[command(after_help = SIGN_EXAMPLES)]
     WebhookSign {
         /// Private JWK file (EC P-256 or OKP Ed25519, with `d`).
-        #[arg(long)]
+        #[arg(long, env = "PORTICO_SIGN_KEY")]
         key: PathBuf,
         /// The URL the webhook is POSTed to (its authority and path are signed).
-        #[arg(long)]
+        #[arg(long, env = "PORTICO_SIGN_URL")]
         url: String,
         /// The exact body bytes.
-        #[arg(long)]
+        #[arg(long, env = "PORTICO_SIGN_BODY")]
         body: PathBuf,
         /// `created` in Unix seconds (default: now).
-        #[arg(long)]
+        #[arg(long, env = "PORTICO_SIGN_CREATED")]
         created: Option<i64>,
     },
     /// Verify a signed webhook request (header lines + body) against a JWKS.
+    #[command(after_help = VERIFY_EXAMPLES)]
     WebhookVerify {
-        #[arg(long)]
+        /// The sender's public keys (a JWKS file).
+        #[arg(long, env = "PORTICO_VERIFY_JWKS")]
         jwks: PathBuf,
-        #[arg(long)]
+        /// The URL the webhook was POSTed to.
+        #[arg(long, env = "PORTICO_VERIFY_URL")]
         url: String,
         /// File of `Name: value` header lines.
-        #[arg(long)]
+        #[arg(long, env = "PORTICO_VERIFY_HEADERS")]
         headers: PathBuf,
-        #[arg(long)]
+        /// The exact body bytes.
+        #[arg(long, env = "PORTICO_VERIFY_BODY")]
         body: PathBuf,
         /// Freshness window for `created`.
-        #[arg(long, default_value = "300s", value_parser = duration)]
+        #[arg(long, default_value = "300s", value_parser = duration, env = "PORTICO_VERIFY_MAX_AGE")]
         max_age: Duration,
     },
     /// Exit 0 when a URL answers 2xx (default: the admin /healthz); for container health
     /// checks in images without curl.
+    #[command(after_help = HEALTH_EXAMPLES)]
     Health {
         /// URL to GET.
-        #[arg(long, default_value = "http://127.0.0.1:9090/healthz")]
+        #[arg(
+            long,
+            default_value = "http://127.0.0.1:9090/healthz",
+            env = "PORTICO_HEALTH_URL"
+        )]
         url: String,
         /// Longest wait for the answer.
-        #[arg(long, default_value = "2s", value_parser = duration)]
+        #[arg(long, default_value = "2s", value_parser = duration, env = "PORTICO_HEALTH_TIMEOUT")]
         timeout: Duration,
     },
     /// Load and compile mapping files and OpenRPC documents; report every problem.
+    #[command(after_help = CHECK_EXAMPLES)]
     Check {
-        #[arg(required = true)]
-        paths: Vec<PathBuf>,
+        #[command(flatten)]
+        config: ConfigArgs,
         /// Treat warnings as errors.
-        #[arg(long)]
+        #[arg(long, env = "PORTICO_STRICT")]
         strict: bool,
     },
+}
+
+/// TLS for a listener (`serve`: MCP and /webhooks; `facade`: the REST listener).
+#[derive(clap::Args)]
+struct TlsArgs {
+    /// PEM certificate chain: serve the listener over TLS. Reloaded when the file changes.
+    /// Needs --tls-key.
+    #[arg(long, env = "PORTICO_TLS_CERT", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1) of --tls-cert.
+    #[arg(long, env = "PORTICO_TLS_KEY", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+}
+
+impl TlsArgs {
+    /// The loaded certificate pair, if TLS is asked for.
+    fn load(self) -> Result<Option<std::sync::Arc<portico::ops::tls::Tls>>, String> {
+        match self.tls_cert.zip(self.tls_key) {
+            None => Ok(None),
+            Some((cert, key)) => {
+                portico::ops::tls::Tls::load(portico::ops::tls::TlsFiles { cert, key })
+                    .map(Some)
+                    .map_err(|e| format!("TLS: {e}"))
+            }
+        }
+    }
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -299,25 +468,37 @@ fn load_config(paths: &[PathBuf]) -> Option<portico::config::Gateway> {
     }
 }
 
-async fn wait_for_signal() {
+/// Registers for SIGTERM and SIGINT at once, so a signal that arrives while a server is still
+/// starting is not fatal (the default action) but stops it cleanly once it runs; the returned
+/// future resolves at the first signal.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
+        let term = signal(SignalKind::terminate());
+        let int = signal(SignalKind::interrupt());
+        async move {
+            match (term, int) {
+                (Ok(mut term), Ok(mut int)) => {
+                    tokio::select! {
+                        _ = term.recv() => {}
+                        _ = int.recv() => {}
+                    }
                 }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
+                (Ok(mut one), Err(_)) | (Err(_), Ok(mut one)) => {
+                    one.recv().await;
+                }
+                (Err(_), Err(_)) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
             }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 
@@ -334,23 +515,132 @@ fn load_webhook_key(
         .map_err(|e| format!("--webhook-key {}: {e}", path.display()))
 }
 
-/// Prints a helper command's output, or its error on stderr with a failing exit code.
+/// Prints a helper command's output, or its error on stderr with exit code 1.
 fn cli_result(r: Result<String, String>) -> ExitCode {
     match r {
         Ok(out) => {
             print!("{out}");
-            ExitCode::SUCCESS
+            Exit::Ok.into()
         }
         Err(e) => {
             eprintln!("{e}");
-            ExitCode::FAILURE
+            Exit::Invalid.into()
         }
     }
 }
 
+/// Logs and OTLP export for a server command; a refused endpoint is exit 1, an exporter that
+/// cannot be built exit 3 (the reason printed).
+fn start_tracing(
+    format: LogFormat,
+    otlp: Option<&str>,
+) -> Result<Option<portico::ops::otel::Otel>, Exit> {
+    init_tracing(format, otlp).map_err(|e| {
+        eprintln!("{e}");
+        match e {
+            portico::ops::otel::OtelError::BadEndpoint(_) => Exit::Invalid,
+            portico::ops::otel::OtelError::Exporter(_) => Exit::Startup,
+        }
+    })
+}
+
+/// A file named by a flag that was refused: the reason printed, exit 1.
+fn refused<T>(r: Result<T, String>) -> Result<T, Exit> {
+    r.map_err(|e| {
+        eprintln!("{e}");
+        Exit::Invalid
+    })
+}
+
+/// After a server stopped: flush the spans still queued, exit 0, or 4 when it stopped with an
+/// error.
+async fn finish(stopped: std::io::Result<()>, otel: Option<portico::ops::otel::Otel>) -> ExitCode {
+    if let Some(otel) = otel {
+        // Flushing blocks on the exporter's thread.
+        let _ = tokio::task::spawn_blocking(move || otel.shutdown()).await;
+    }
+    match stopped {
+        Ok(()) => Exit::Ok.into(),
+        Err(e) => {
+            eprintln!("server error: {e}");
+            Exit::Runtime.into()
+        }
+    }
+}
+
+/// Comma-separated names, or `-` for none.
+fn list<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    let all: Vec<&str> = names.collect();
+    if all.is_empty() {
+        "-".into()
+    } else {
+        all.join(",")
+    }
+}
+
+/// The startup banner, on the log (stderr; JSON lines by default): the endpoints, then one line
+/// per business with its backend and tools. stdout keeps its `name: url` lines.
+fn banner(endpoints: &[(&str, String)], gateway: &portico::config::Gateway) {
+    let endpoints = endpoints
+        .iter()
+        .map(|(name, url)| format!("{name}={url}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        endpoints = %endpoints,
+        businesses = gateway.businesses.len(),
+        tools = gateway.tools.len(),
+        resources = gateway.resources.len(),
+        prompts = gateway.prompts.len(),
+        "portico ready"
+    );
+    for b in &gateway.businesses {
+        let tools = list(
+            gateway
+                .tools
+                .values()
+                .filter(|t| t.business.name == b.name)
+                .map(|t| t.name.as_str()),
+        );
+        tracing::info!(
+            business = %b.name,
+            backend = %b.backend.base,
+            file = %b.file.display(),
+            tools = %tools,
+            "business loaded"
+        );
+    }
+}
+
+/// The facade's startup banner (name, upstream URL, the tools of its routes).
+fn facade_banner(url: &str, (name, upstream, tools): &(String, String, Vec<String>)) {
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        endpoints = %format!("facade={url} openapi={url}/openapi.json"),
+        facade = %name,
+        upstream = %upstream,
+        routes = tools.len(),
+        tools = %list(tools.iter().map(String::as_str)),
+        "portico facade ready"
+    );
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            // `--help` and `--version` print to stdout: not an error.
+            return if e.use_stderr() {
+                Exit::Usage
+            } else {
+                Exit::Ok
+            }
+            .into();
+        }
+    };
     match cli.command {
         Command::WebhookSign {
             key,
@@ -372,7 +662,8 @@ async fn main() -> ExitCode {
                 .await
                 .map(|s| s + "\n"),
         ),
-        Command::Check { paths, strict } => {
+        Command::Check { config, strict } => {
+            let paths = config.all();
             let report = portico::check::run(&paths);
             for d in &report.diagnostics {
                 eprintln!("{d}");
@@ -384,7 +675,7 @@ async fn main() -> ExitCode {
                     "check failed: {n} error(s), {} warning(s)",
                     report.diagnostics.len() - n
                 );
-                ExitCode::FAILURE
+                Exit::Invalid.into()
             } else {
                 println!(
                     "ok: {} file(s), {} tool(s), {} warning(s)",
@@ -392,7 +683,7 @@ async fn main() -> ExitCode {
                     report.tools,
                     report.diagnostics.len()
                 );
-                ExitCode::SUCCESS
+                Exit::Ok.into()
             }
         }
         Command::Serve {
@@ -410,16 +701,14 @@ async fn main() -> ExitCode {
             webhook_journal,
             state,
             state_prefix,
-            tls_cert,
-            tls_key,
+            tls,
             otlp_endpoint,
         } => {
-            let otel = match init_tracing(log_format, otlp_endpoint.as_deref()) {
+            let stop_signal = shutdown_signal();
+            let config = config.all();
+            let otel = match start_tracing(log_format, otlp_endpoint.as_deref()) {
                 Ok(o) => o,
-                Err(e) => {
-                    eprintln!("{e}");
-                    return ExitCode::FAILURE;
-                }
+                Err(code) => return code.into(),
             };
             if let Some(url) = state {
                 match portico::state::Shared::new(&url, &state_prefix) {
@@ -433,31 +722,20 @@ async fn main() -> ExitCode {
                     }
                     Err(e) => {
                         eprintln!("--state: {e}");
-                        return ExitCode::FAILURE;
+                        return Exit::Invalid.into();
                     }
                 }
             }
-            let tls = match tls_cert.zip(tls_key) {
-                None => None,
-                Some((cert, key)) => {
-                    match portico::ops::tls::Tls::load(portico::ops::tls::TlsFiles { cert, key }) {
-                        Ok(t) => Some(t),
-                        Err(e) => {
-                            eprintln!("TLS: {e}");
-                            return ExitCode::FAILURE;
-                        }
-                    }
-                }
+            let tls = match refused(tls.load()) {
+                Ok(t) => t,
+                Err(code) => return code.into(),
             };
-            let webhook_key = match webhook_key.map(|p| load_webhook_key(&p)).transpose() {
+            let webhook_key = match refused(webhook_key.map(|p| load_webhook_key(&p)).transpose()) {
                 Ok(k) => k,
-                Err(e) => {
-                    eprintln!("{e}");
-                    return ExitCode::FAILURE;
-                }
+                Err(code) => return code.into(),
             };
             let Some(gateway) = load_config(&config) else {
-                return ExitCode::FAILURE;
+                return Exit::Invalid.into();
             };
             let mut opts = HttpOptions {
                 max_body_bytes,
@@ -485,28 +763,26 @@ async fn main() -> ExitCode {
             let running = match portico::app::start_with(gateway, listen, opts, info, ops).await {
                 Ok(r) => r,
                 Err(e) => {
-                    eprintln!("cannot listen on {listen} (or the admin address): {e}");
-                    return ExitCode::FAILURE;
+                    let admin = admin_addr.map(|a| format!(" or {a}")).unwrap_or_default();
+                    eprintln!("cannot listen on {listen}{admin}: {e}");
+                    return Exit::Startup.into();
                 }
             };
             println!("mcp: {}", running.mcp_url());
             if let Some(admin) = running.admin_url() {
                 println!("admin: {admin}");
             }
-            wait_for_signal().await;
+            let mut endpoints = vec![("mcp", running.mcp_url())];
+            let base = running.mcp_url();
+            let base = base.trim_end_matches(&running.server.opts.path);
+            endpoints.push(("webhooks", format!("{base}/webhooks/{{business}}")));
+            if let Some(admin) = running.admin_url() {
+                endpoints.push(("admin", admin));
+            }
+            banner(&endpoints, &running.server.core.gateway.load());
+            stop_signal.await;
             tracing::info!("shutting down");
-            let stopped = running.stop().await;
-            if let Some(otel) = otel {
-                // Flushing blocks on the exporter's thread.
-                let _ = tokio::task::spawn_blocking(move || otel.shutdown()).await;
-            }
-            match stopped {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("server error: {e}");
-                    ExitCode::FAILURE
-                }
-            }
+            finish(running.stop().await, otel).await
         }
         Command::Stdio {
             config,
@@ -515,16 +791,14 @@ async fn main() -> ExitCode {
             webhook_key,
         } => {
             init_logging();
-            let webhook_key = match webhook_key.map(|p| load_webhook_key(&p)).transpose() {
+            let webhook_key = match refused(webhook_key.map(|p| load_webhook_key(&p)).transpose()) {
                 Ok(k) => k,
-                Err(e) => {
-                    eprintln!("{e}");
-                    return ExitCode::FAILURE;
-                }
+                Err(code) => return code.into(),
             };
-            let Some(gateway) = load_config(&config) else {
-                return ExitCode::FAILURE;
+            let Some(gateway) = load_config(&config.all()) else {
+                return Exit::Invalid.into();
             };
+            let mut endpoints = vec![("stdio", "stdin/stdout".to_string())];
             let core = std::sync::Arc::new(portico::mcp::handler::Core {
                 gateway: arc_swap::ArcSwap::from_pointee(gateway),
                 info: ServerInfo {
@@ -539,7 +813,7 @@ async fn main() -> ExitCode {
                     Ok(l) => l,
                     Err(e) => {
                         eprintln!("--webhook-listen {addr}: {e}");
-                        return ExitCode::FAILURE;
+                        return Exit::Startup.into();
                     }
                 };
                 let ingress = std::sync::Arc::new(portico::webhook::ingress::Ingress::with_key(
@@ -550,6 +824,7 @@ async fn main() -> ExitCode {
                 // stdout carries JSON-RPC only: the address goes to stderr.
                 if let Ok(a) = listener.local_addr() {
                     eprintln!("webhooks: http://{a}/webhooks/");
+                    endpoints.push(("webhooks", format!("http://{a}/webhooks/{{business}}")));
                 }
                 tokio::spawn(portico::webhook::listener::serve(
                     listener,
@@ -558,6 +833,7 @@ async fn main() -> ExitCode {
                     HttpOptions::default().max_body_bytes,
                 ));
             }
+            banner(&endpoints, &core.gateway.load());
             match portico::mcp::stdio::serve_with_events(
                 core,
                 tokio::io::stdin(),
@@ -567,30 +843,31 @@ async fn main() -> ExitCode {
             )
             .await
             {
-                Ok(()) => ExitCode::SUCCESS,
+                Ok(()) => Exit::Ok.into(),
                 Err(e) => {
                     eprintln!("stdio error: {e}");
-                    ExitCode::FAILURE
+                    Exit::Runtime.into()
                 }
             }
         }
         Command::DemoBackend { port } => {
+            let stop_signal = shutdown_signal();
             init_logging();
             let addr = SocketAddr::from(([127, 0, 0, 1], port));
             match portico::demo::backend::spawn(addr).await {
                 Ok((bound, task)) => {
                     println!("backend: http://{bound}");
                     tokio::select! {
-                        _ = wait_for_signal() => ExitCode::SUCCESS,
+                        _ = stop_signal => Exit::Ok.into(),
                         r = task => {
                             eprintln!("backend stopped: {r:?}");
-                            ExitCode::FAILURE
+                            Exit::Runtime.into()
                         }
                     }
                 }
                 Err(e) => {
                     eprintln!("cannot listen on {addr}: {e}");
-                    ExitCode::FAILURE
+                    Exit::Startup.into()
                 }
             }
         }
@@ -598,27 +875,46 @@ async fn main() -> ExitCode {
             mapping,
             listen,
             log_format,
+            shutdown_timeout,
+            tls,
+            otlp_endpoint,
         } => {
-            init_logging_as(log_format);
+            let stop_signal = shutdown_signal();
+            let otel = match start_tracing(log_format, otlp_endpoint.as_deref()) {
+                Ok(o) => o,
+                Err(code) => return code.into(),
+            };
+            let tls = match refused(tls.load()) {
+                Ok(t) => t,
+                Err(code) => return code.into(),
+            };
             let facade = match portico::facade::config::load(&mapping) {
                 Ok(f) => f,
                 Err(ds) => {
                     for d in ds {
                         eprintln!("{d}");
                     }
-                    return ExitCode::FAILURE;
+                    return Exit::Invalid.into();
                 }
             };
-            match portico::facade::http::start(facade, listen).await {
+            let listen_opts = portico::facade::http::Listen {
+                tls,
+                drain: shutdown_timeout,
+                ..portico::facade::http::Listen::default()
+            };
+            let (name, upstream) = (facade.name.clone(), facade.upstream.url().to_string());
+            let routes: Vec<String> = facade.routes.iter().map(|r| r.tool.clone()).collect();
+            let summary = (name, upstream, routes);
+            match portico::facade::http::start_with(facade, listen, listen_opts).await {
                 Ok(running) => {
                     println!("facade: {}", running.url());
-                    wait_for_signal().await;
-                    let _ = running.stop().await;
-                    ExitCode::SUCCESS
+                    facade_banner(&running.url(), &summary);
+                    stop_signal.await;
+                    finish(running.stop().await, otel).await
                 }
                 Err(e) => {
                     eprintln!("cannot listen on {listen}: {e}");
-                    ExitCode::FAILURE
+                    Exit::Startup.into()
                 }
             }
         }
@@ -631,11 +927,11 @@ async fn main() -> ExitCode {
                     .map_err(std::io::Error::from)
                     .and_then(|()| writeln!(out))
                 {
-                    Ok(()) => ExitCode::SUCCESS,
-                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+                    Ok(()) => Exit::Ok.into(),
+                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Exit::Ok.into(),
                     Err(e) => {
                         eprintln!("cannot write the document: {e}");
-                        ExitCode::FAILURE
+                        Exit::Runtime.into()
                     }
                 }
             }
@@ -643,7 +939,7 @@ async fn main() -> ExitCode {
                 for d in ds {
                     eprintln!("{d}");
                 }
-                ExitCode::FAILURE
+                Exit::Invalid.into()
             }
         },
         Command::Demo {
@@ -651,18 +947,158 @@ async fn main() -> ExitCode {
             fixtures,
             secure,
         } => {
+            let stop_signal = shutdown_signal();
             init_logging();
             let demo = match portico::demo::start_opts(port, fixtures, secure).await {
                 Ok(d) => d,
                 Err(e) => {
                     eprintln!("{e}");
-                    return ExitCode::FAILURE;
+                    return Exit::Startup.into();
                 }
             };
+            // stdout: the `name: url` lines scripts and tests read; the banner goes to the log.
             print!("{}", demo.banner());
-            wait_for_signal().await;
+            let mut endpoints = vec![("mcp", demo.mcp_url())];
+            if let Some(admin) = demo.gateway.admin_url() {
+                endpoints.push(("admin", admin));
+            }
+            banner(&endpoints, &demo.gateway.server.core.gateway.load());
+            stop_signal.await;
             demo.stop().await;
-            ExitCode::SUCCESS
+            Exit::Ok.into()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Every argument of every subcommand (help and version aside).
+    fn all_args() -> Vec<(String, clap::Arg)> {
+        let cli = Cli::command();
+        let mut out = Vec::new();
+        for sub in cli.get_subcommands() {
+            for arg in sub.get_arguments() {
+                if !matches!(arg.get_id().as_str(), "help" | "version") {
+                    out.push((sub.get_name().to_string(), arg.clone()));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn every_argument_has_an_environment_variable_documented_in_the_readme() {
+        let readme = include_str!("../README.md");
+        for (sub, arg) in all_args() {
+            if arg.get_id() == "paths" {
+                // The CONFIG arguments: `--config` (PORTICO_CONFIG) is their variable.
+                continue;
+            }
+            let env = arg
+                .get_env()
+                .unwrap_or_else(|| panic!("`portico {sub}`: {} has no env", arg.get_id()));
+            let env = env.to_string_lossy();
+            assert!(
+                env.starts_with("PORTICO_") || env == "OTEL_EXPORTER_OTLP_ENDPOINT",
+                "{env}"
+            );
+            assert!(
+                readme.contains(&format!("`{env}`")),
+                "README does not document {env} (`portico {sub}`)"
+            );
+        }
+    }
+
+    /// The flag (`--long`) whose variable is `env`, in subcommand `sub`.
+    fn flag_of(sub: &str, env: &str) -> String {
+        let (_, arg) = all_args()
+            .into_iter()
+            .find(|(s, a)| s == sub && a.get_env().is_some_and(|e| e == env))
+            .unwrap_or_else(|| panic!("`portico {sub}` has no flag for {env}"));
+        match arg.get_long() {
+            Some(long) => format!("--{long}"),
+            // A positional argument: its value alone.
+            None => String::new(),
+        }
+    }
+
+    /// Every `portico ...` example line of every subcommand's help parses, with its variables
+    /// (`NAME=value portico ...`) read as the flags they stand for, and the files it names from
+    /// the repository exist.
+    #[test]
+    fn every_help_example_parses_and_names_real_files() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut cli = Cli::command();
+        let mut n = 0;
+        for sub in cli.get_subcommands_mut() {
+            let name = sub.get_name().to_string();
+            let help = sub.render_long_help().to_string();
+            let examples = help
+                .split("Examples:\n")
+                .nth(1)
+                .unwrap_or_else(|| panic!("`portico {name}` has no examples"));
+            for line in examples.lines().filter(|l| l.contains("portico ")) {
+                // A shell pipeline or redirection ends the command.
+                let command = line.split(['|', '>', '&']).next().unwrap_or("").trim();
+                let mut argv = Vec::new();
+                let mut env = Vec::new();
+                for word in command.split_whitespace() {
+                    match word.split_once('=') {
+                        Some((var, value)) if argv.is_empty() && var.starts_with("PORTICO_") => {
+                            env.push((var.to_string(), value.to_string()))
+                        }
+                        _ => argv.push(word.to_string()),
+                    }
+                }
+                for (var, value) in env {
+                    let flag = flag_of(&name, &var);
+                    if !flag.is_empty() {
+                        argv.push(flag);
+                    }
+                    argv.push(value);
+                }
+                for word in &argv {
+                    if word.starts_with("mappings/") {
+                        assert!(root.join(word).exists(), "{line}: {word} does not exist");
+                    }
+                }
+                if let Err(e) = Cli::try_parse_from(&argv) {
+                    panic!("example `{line}` does not parse ({argv:?}): {e}");
+                }
+                n += 1;
+            }
+        }
+        assert!(n >= 20, "only {n} examples");
+    }
+
+    #[test]
+    fn usage_errors_exit_with_the_documented_code() {
+        let e = Cli::try_parse_from(["portico", "serve", "--no-such-flag"])
+            .err()
+            .expect("refused");
+        assert!(e.use_stderr());
+        assert_eq!(e.exit_code(), Exit::Usage as i32, "clap's own code agrees");
+        let readme = include_str!("../README.md");
+        for code in [
+            Exit::Ok,
+            Exit::Invalid,
+            Exit::Usage,
+            Exit::Startup,
+            Exit::Runtime,
+        ] {
+            let row = format!("| {} |", code as u8);
+            assert!(
+                readme.contains(&row),
+                "README's exit code table lacks {row}"
+            );
         }
     }
 }

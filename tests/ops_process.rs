@@ -96,6 +96,28 @@ fn signal(child: &Child, sig: &str) {
     assert!(ok, "kill {sig} failed");
 }
 
+/// Waits until the MCP port of `url` refuses connections (after SIGTERM); fails after a bound
+/// that only keeps a broken shutdown from hanging the suite.
+async fn until_refused(url: &str) {
+    let port = url
+        .trim_start_matches("http://")
+        .split(['/', ':'])
+        .nth(1)
+        .unwrap()
+        .parse::<u16>()
+        .unwrap();
+    for _ in 0..400 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_err()
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the MCP port still accepts connections after SIGTERM");
+}
+
 fn slow_mapping(backend: &str) -> std::path::PathBuf {
     let dir = fixture_with_backend("gateway", backend);
     let file = dir.join("plain.yaml");
@@ -142,28 +164,7 @@ async fn sigterm_drains_the_in_flight_call_then_exits_zero() {
     assert!(rest.is_ok(), "the SSE stream ends cleanly: {rest:?}");
 
     // New connections are refused while the in-flight call is still held at the backend.
-    let port = url
-        .trim_start_matches("http://")
-        .split(['/', ':'])
-        .nth(1)
-        .unwrap()
-        .parse::<u16>()
-        .unwrap();
-    let mut refused = false;
-    for _ in 0..400 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_err()
-        {
-            refused = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert!(
-        refused,
-        "the MCP port still accepts connections after SIGTERM"
-    );
+    until_refused(&url).await;
     assert!(
         child.try_wait().unwrap().is_none(),
         "portico exited before the in-flight call finished"
@@ -185,6 +186,91 @@ async fn sigterm_drains_the_in_flight_call_then_exits_zero() {
     assert!(
         status.success(),
         "portico exits 0 after draining: {status:?}"
+    );
+}
+
+/// SIGTERM with many calls in flight: every one of them is answered (none cut short while the
+/// deadline has not passed), new connections are refused meanwhile, and portico exits 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_under_load_answers_every_in_flight_call() {
+    const CALLS: usize = 12;
+    let (backend, gate, mut arrived) = gated_backend().await;
+    let mapping = slow_mapping(&backend.to_string());
+    let (mut child, url) = serve(&mapping, &["--shutdown-timeout", "60s"]);
+    let client = reqwest::Client::new();
+    let in_flight: Vec<_> = (0..CALLS)
+        .map(|i| {
+            let (client, url) = (client.clone(), url.clone());
+            tokio::spawn(async move { call(&client, &url, "slow", json!({"ms": i})).await })
+        })
+        .collect();
+    for _ in 0..CALLS {
+        assert!(arrived.recv().await.is_some(), "a call reached the backend");
+    }
+
+    signal(&child, "-TERM");
+    // Draining: the listener is closed while every call is still held at the backend.
+    until_refused(&url).await;
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "portico exited with calls in flight"
+    );
+
+    for _ in 0..CALLS {
+        gate.notify_one();
+    }
+    for (i, call) in in_flight.into_iter().enumerate() {
+        let answer = call.await.unwrap();
+        assert_eq!(answer.status, 200, "call {i}: {}", answer.text);
+        assert_eq!(answer.sc()["slept"], true, "call {i}: {}", answer.text);
+    }
+    let status = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{status:?}");
+}
+
+/// A call still running when the shutdown deadline passes is abandoned (the client's request
+/// fails) and portico still exits 0: the deadline bounds the drain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shutdown_deadline_bounds_the_drain() {
+    let (backend, _gate, mut arrived) = gated_backend().await;
+    let mapping = slow_mapping(&backend.to_string());
+    let (mut child, url) = serve(&mapping, &["--shutdown-timeout", "200ms"]);
+    let client = reqwest::Client::new();
+    let stuck = {
+        let (client, url) = (client.clone(), url.clone());
+        tokio::spawn(async move {
+            client
+                .post(&url)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-method", "tools/call")
+                .header("mcp-name", "slow")
+                .body(
+                    json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+                        "name": "slow", "arguments": {"ms": 1},
+                        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                                  "io.modelcontextprotocol/clientCapabilities": {}}}})
+                    .to_string(),
+                )
+                .send()
+                .await
+        })
+    };
+    assert!(arrived.recv().await.is_some());
+    signal(&child, "-TERM");
+    // The gate never opens: only the deadline can end the drain.
+    let status = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    assert!(
+        stuck.await.unwrap().is_err(),
+        "the call held past the deadline was cut"
     );
 }
 

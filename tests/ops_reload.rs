@@ -1,6 +1,7 @@
 //! Hot reload over real HTTP: a changed mapping adds a tool, a broken one is refused (old
-//! configuration keeps serving; the failure shows in /metrics and /readyz), and a Kubernetes
-//! ConfigMap-style `..data` symlink swap is picked up.
+//! configuration keeps serving; the failure shows in /metrics and /readyz), a deleted
+//! configuration folder is refused the same way, and a Kubernetes ConfigMap-style `..data`
+//! symlink swap is picked up.
 
 mod common;
 
@@ -175,6 +176,50 @@ async fn a_broken_mapping_is_refused_and_reported() {
     })
     .await;
     until_listed(&client, &url, "the fixed configuration serves").await;
+    gw.stop().await.unwrap();
+}
+
+/// The whole configuration folder disappears while portico serves (a volume unmounted, a
+/// ConfigMap deleted): the reload is refused and the last good configuration keeps serving;
+/// when the folder comes back it is applied.
+#[tokio::test]
+async fn a_deleted_config_directory_keeps_the_last_good_configuration() {
+    let (addr, _seen) = test_backend().await;
+    let dir = fixture_with_backend("gateway", &addr.to_string());
+    let saved = fixture_with_backend("gateway", &addr.to_string());
+    std::fs::remove_file(dir.join("usp.yaml")).unwrap();
+    std::fs::remove_file(saved.join("usp.yaml")).unwrap();
+    remove_tool(&dir.join("plain.yaml"));
+    let gw = watched(vec![dir.clone()]).await;
+    let client = reqwest::Client::new();
+    let (url, admin) = (gw.mcp_url(), gw.admin_url().unwrap());
+    let before = tool_names(&client, &url).await;
+    assert!(before.contains(&"echo_get".to_string()), "{before:?}");
+
+    std::fs::remove_dir_all(&dir).unwrap();
+    eventually("the refused reload shows in /readyz", || async {
+        readyz(&client, &admin).await.1["config"]["reload"]["last_ok"] == false
+    })
+    .await;
+    let (status, body) = readyz(&client, &admin).await;
+    assert_eq!(status, 200, "still ready: {body}");
+    let reload = &body["config"]["reload"];
+    assert_eq!(reload["generation"], 0, "{reload}");
+    assert!(
+        reload["last_error"]
+            .as_str()
+            .is_some_and(|e| e.contains(&*dir.to_string_lossy())),
+        "the error names the folder: {reload}"
+    );
+    // Same tools, and calls still reach the backend.
+    assert_eq!(tool_names(&client, &url).await, before);
+    let a = call(&client, &url, "echo_get", json!({"id": "kept"})).await;
+    assert_eq!(a.sc()["path"], "/t/echo/items/kept", "{}", a.text);
+
+    // The folder comes back (with one more tool): applied.
+    std::fs::rename(&saved, &dir).unwrap();
+    until_listed(&client, &url, "the restored folder is applied").await;
+    assert_eq!(gw.reload.report().generation, 1);
     gw.stop().await.unwrap();
 }
 

@@ -1,6 +1,6 @@
-//! TLS on the MCP listener with generated certificates and real clients: MCP calls over HTTPS
-//! (HTTP/1.1 and HTTP/2), no plaintext on the TLS port, the certificate swapped when its files
-//! change, a broken new pair refused while the previous certificate keeps serving.
+//! TLS on the MCP and facade listeners with generated certificates and real clients: MCP and
+//! REST calls over HTTPS (HTTP/1.1 and HTTP/2), no plaintext on a TLS port, the certificate
+//! swapped when its files change, a broken new pair refused while the previous one keeps serving.
 
 mod common;
 
@@ -146,11 +146,21 @@ async fn mcp_over_https_with_certificate_reload() {
     assert!(r.is_err(), "plain HTTP was answered: {r:?}");
     assert_eq!(presented(g.addr, &[&a]).await.unwrap(), a.der);
 
-    // New files: the next handshakes get the new certificate.
-    write(&dir, &b);
+    swap_to(g.addr, &dir, &a, &b).await;
+    let c = https_client(&[&b], false);
+    let r = call(&c, &url, "echo_get", json!({"id": "b"})).await;
+    assert_eq!(r.sc()["path"], "/t/echo/items/b", "{}", r.text);
+
+    refuse_broken(g.addr, &files, &b).await;
+    g.stop().await.unwrap();
+}
+
+/// New files (`b` replacing `a`): the next handshakes on `addr` get `b`, and `a` is gone.
+async fn swap_to(addr: std::net::SocketAddr, dir: &Path, a: &Pair, b: &Pair) {
+    write(dir, b);
     let mut swapped = false;
     for _ in 0..200 {
-        if presented(g.addr, &[&a, &b]).await.unwrap() == b.der {
+        if presented(addr, &[a, b]).await.unwrap() == b.der {
             swapped = true;
             break;
         }
@@ -158,15 +168,14 @@ async fn mcp_over_https_with_certificate_reload() {
     }
     assert!(swapped, "the new certificate was never served");
     assert!(tls_reloads("applied") >= 1.0);
-    let err = presented(g.addr, &[&a])
+    let err = presented(addr, &[a])
         .await
         .expect_err("the old one is gone");
     assert!(err.contains("certificate"), "{err}");
-    let c = https_client(&[&b], false);
-    let r = call(&c, &url, "echo_get", json!({"id": "b"})).await;
-    assert_eq!(r.sc()["path"], "/t/echo/items/b", "{}", r.text);
+}
 
-    // A broken certificate file is refused; the working certificate stays.
+/// A broken certificate file is refused; the working certificate (`current`) stays.
+async fn refuse_broken(addr: std::net::SocketAddr, files: &TlsFiles, current: &Pair) {
     let refused = tls_reloads("refused");
     std::fs::write(&files.cert, "-----BEGIN CERTIFICATE-----\nnot base64!\n").unwrap();
     for _ in 0..200 {
@@ -179,7 +188,62 @@ async fn mcp_over_https_with_certificate_reload() {
         tls_reloads("refused") > refused,
         "the broken file was not seen"
     );
-    assert_eq!(presented(g.addr, &[&b]).await.unwrap(), b.der);
+    assert_eq!(presented(addr, &[current]).await.unwrap(), current.der);
+}
+
+/// The REST facade over HTTPS in front of a (plain) gateway: REST calls on HTTP/1.1 and HTTP/2,
+/// no plaintext, the certificate reloaded on change and a broken one refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn facade_over_https_with_certificate_reload() {
+    let (a, b) = (pair(), pair());
+    let dir = temp_dir();
+    let files = write(&dir, &a);
+    let (g, _seen, _client, mcp) = gateway_on_test_backend("plain").await;
+    let mapping = dir.join("facade.yaml");
+    std::fs::write(
+        &mapping,
+        format!(
+            "facade: secure\nbinding: usp\nupstream:\n  url: {mcp}\n  timeout: 10s\nroutes:\n  GET /items/{{id}}: echo_get\n"
+        ),
+    )
+    .unwrap();
+    let f = portico::facade::config::load(&mapping).unwrap_or_else(|d| panic!("{d:?}"));
+    let listen = portico::facade::http::Listen {
+        tls: Some(Tls::load(files.clone()).expect("the pair loads")),
+        tls_reload: Duration::from_millis(50),
+        ..portico::facade::http::Listen::default()
+    };
+    let facade = portico::facade::http::start_with(f, "127.0.0.1:0".parse().unwrap(), listen)
+        .await
+        .expect("facade starts");
+    let url = facade.url();
+    assert!(url.starts_with("https://127.0.0.1:"), "{url}");
+    let get = |c: reqwest::Client, id: &'static str| {
+        let url = format!("{url}/items/{id}");
+        async move {
+            let r = c.get(url).send().await.expect("HTTPS answer");
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    };
+    for h2 in [false, true] {
+        let (status, body) = get(https_client(&[&a], h2), "tls").await;
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains("/t/echo/items/tls"), "{body}");
+    }
+    let plain = reqwest::Client::new()
+        .get(format!("http://{}/items/x", facade.addr))
+        .timeout(Duration::from_secs(5))
+        .send()
+        .await;
+    assert!(plain.is_err(), "plain HTTP was answered: {plain:?}");
+
+    swap_to(facade.addr, &dir, &a, &b).await;
+    let (status, body) = get(https_client(&[&b], false), "b").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("/t/echo/items/b"), "{body}");
+
+    refuse_broken(facade.addr, &files, &b).await;
+    facade.stop().await.unwrap();
     g.stop().await.unwrap();
 }
 

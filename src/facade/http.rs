@@ -1,9 +1,10 @@
-//! The facade's HTTP listener: route, read and check the body, build the `Call`, answer JSON or
+//! The facade's HTTP(S) listener: route, read and check the body, build the `Call`, answer JSON or
 //! RFC 9457 problem+json; it must never interpret tool results (that is the binding's job).
 
 use super::route::{self, Found, QueryType, Route};
 use super::{Answer, Body, Facade};
 use crate::model::{Call, Failure, FailureKind};
+use crate::ops::tls::Tls;
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, Limited};
@@ -13,6 +14,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
+use tracing::Instrument;
 
 fn to_response(a: Answer) -> Response<Full<Bytes>> {
     let body = a
@@ -110,8 +112,13 @@ fn arguments(
     Ok(args)
 }
 
-/// Answers one request.
+/// Answers one request; a caller's W3C `traceparent` parents its call span.
 pub async fn handle(facade: &Facade, req: hyper::Request<Incoming>) -> Response<Full<Bytes>> {
+    let parent = crate::ops::otel::extract(req.headers());
+    crate::ops::otel::scope(parent, answer(facade, req)).await
+}
+
+async fn answer(facade: &Facade, req: hyper::Request<Incoming>) -> Response<Full<Bytes>> {
     let Some(parts) = route::split_path(req.uri().path()) else {
         return problem(
             facade,
@@ -218,22 +225,29 @@ pub async fn handle(facade: &Facade, req: hyper::Request<Incoming>) -> Response<
         meta,
     };
     let started = Instant::now();
-    let outcome = facade.call(call, &forwarded).await;
+    // The call's span (a child of the caller's `traceparent`, when tracing is exported): the
+    // upstream MCP request carries its trace context.
+    let span = crate::ops::log::call_span();
+    let outcome = facade.call(call, &forwarded).instrument(span.clone()).await;
     let answer = facade.answer(route, outcome);
-    tracing::info!(
-        facade = %facade.name,
-        tool = %route.tool,
-        status = answer.status,
-        latency_us = started.elapsed().as_micros() as u64,
-        "facade call"
-    );
+    span.in_scope(|| {
+        tracing::info!(
+            facade = %facade.name,
+            tool = %route.tool,
+            status = answer.status,
+            latency_us = started.elapsed().as_micros() as u64,
+            "facade call"
+        )
+    });
     to_response(answer)
 }
 
 /// Serves the facade until `shutdown` resolves; in-flight requests then get `drain` to finish.
+/// With `tls`, every connection is a TLS one (`ops::tls`; the certificate reloads on change).
 pub async fn serve(
     listener: TcpListener,
     facade: Arc<Facade>,
+    tls: Option<Arc<Tls>>,
     shutdown: impl std::future::Future<Output = ()>,
     drain: Duration,
 ) -> std::io::Result<()> {
@@ -258,9 +272,25 @@ pub async fn serve(
                     let facade = facade.clone();
                     async move { Ok::<_, Infallible>(handle(&facade, req).await) }
                 });
-                let conn = graceful.watch(Builder::new(TokioExecutor::new()).serve_connection(TokioIo::new(stream), svc).into_owned());
+                let Some(tls) = tls.clone() else {
+                    let conn = graceful.watch(Builder::new(TokioExecutor::new()).serve_connection(TokioIo::new(stream), svc).into_owned());
+                    tokio::spawn(async move {
+                        if let Err(e) = conn.await {
+                            tracing::debug!(error = %e, "facade connection ended with an error");
+                        }
+                    });
+                    continue;
+                };
+                // The handshake runs in the connection's task; the watcher holds shutdown until
+                // the connection is done.
+                let watcher = graceful.watcher();
                 tokio::spawn(async move {
-                    if let Err(e) = conn.await {
+                    let stream = match tls.accept(stream).await {
+                        Ok(s) => s,
+                        Err(e) => return tracing::debug!(error = %e, "facade TLS handshake failed"),
+                    };
+                    let conn = Builder::new(TokioExecutor::new()).serve_connection(TokioIo::new(stream), svc).into_owned();
+                    if let Err(e) = watcher.watch(conn).await {
                         tracing::debug!(error = %e, "facade connection ended with an error");
                     }
                 });
@@ -280,9 +310,12 @@ pub async fn serve(
 pub struct Running {
     pub addr: std::net::SocketAddr,
     pub task: tokio::task::JoinHandle<std::io::Result<()>>,
+    tls: bool,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     /// The notification relay (`notifications:`), stopped with the facade.
     relay: Option<super::notify::Relay>,
+    /// Reloads the TLS certificate when its files change.
+    tls_watch: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Running {
@@ -292,12 +325,16 @@ impl Running {
         self.relay.as_ref().is_some_and(|r| r.connected())
     }
 
-    /// Base URL (no trailing `/`).
+    /// Base URL (no trailing `/`): `https` when the listener serves TLS.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
     }
 
     pub async fn stop(mut self) -> std::io::Result<()> {
+        if let Some(t) = self.tls_watch.take() {
+            t.abort();
+        }
         if let Some(tx) = self.stop.take() {
             let _ = tx.send(());
         }
@@ -307,8 +344,38 @@ impl Running {
     }
 }
 
-/// Binds `addr` and serves `facade`.
+/// How a facade listener runs besides its address.
+#[derive(Debug, Clone)]
+pub struct Listen {
+    /// TLS for the listener; `None`: plain HTTP.
+    pub tls: Option<Arc<Tls>>,
+    /// How often the TLS files are checked for a new certificate.
+    pub tls_reload: Duration,
+    /// How long in-flight requests may run after `stop`.
+    pub drain: Duration,
+}
+
+impl Default for Listen {
+    fn default() -> Self {
+        Listen {
+            tls: None,
+            tls_reload: Duration::from_secs(2),
+            drain: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Binds `addr` and serves `facade` over plain HTTP.
 pub async fn start(facade: Facade, addr: std::net::SocketAddr) -> std::io::Result<Running> {
+    start_with(facade, addr, Listen::default()).await
+}
+
+/// Binds `addr` and serves `facade` as `listen` says (TLS, drain deadline).
+pub async fn start_with(
+    facade: Facade,
+    addr: std::net::SocketAddr,
+    listen: Listen,
+) -> std::io::Result<Running> {
     let listener = TcpListener::bind(addr).await?;
     let addr = listener.local_addr()?;
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -320,18 +387,22 @@ pub async fn start(facade: Facade, addr: std::net::SocketAddr) -> std::io::Resul
         )),
         _ => None,
     };
+    let tls_watch = listen.tls.clone().map(|t| t.watch(listen.tls_reload));
     let task = tokio::spawn(serve(
         listener,
         Arc::new(facade),
+        listen.tls.clone(),
         async move {
             let _ = rx.await;
         },
-        Duration::from_secs(10),
+        listen.drain,
     ));
     Ok(Running {
         addr,
         task,
+        tls: listen.tls.is_some(),
         stop: Some(tx),
         relay,
+        tls_watch,
     })
 }

@@ -406,7 +406,10 @@ impl Server {
             Method::POST => {
                 // The request's HTTP credentials reach `forward` (auth) without transport types.
                 let creds = crate::auth::transport::HttpCredentials::from_headers(req.headers());
-                crate::auth::transport::scope(creds, self.post(req)).await
+                // A caller's `traceparent` parents the call spans (when tracing is exported).
+                let parent = crate::ops::otel::extract(req.headers());
+                let post = crate::auth::transport::scope(creds, self.post(req));
+                crate::ops::otel::scope(parent, post).await
             }
             Method::GET => self.get(req).await,
             Method::DELETE => self.delete(req).await,
@@ -1253,7 +1256,7 @@ impl Server {
             notify::Notifier::none()
         };
         let core = self.core.clone();
-        let work = crate::auth::transport::carry(async move {
+        let work = crate::auth::transport::carry(crate::ops::otel::carry(async move {
             let call = handler::handle_with(&core, &era, "tools/call", params, &notifier);
             let answer = match report.cancel {
                 Some((_registration, cancel)) => tokio::select! {
@@ -1264,7 +1267,7 @@ impl Server {
             };
             drop(notifier);
             answer
-        });
+        }));
         if !stream {
             // Same framing (and binding HTTP status) as every other answer.
             let answer = work.await.unwrap_or_else(|| Answer::Error {

@@ -13,14 +13,17 @@ pub fn request_id() -> String {
     format!("{prefix}-{:06x}", NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
-/// The span of one `tools/call`; its fields appear on every log line inside it (JSON: `span`).
-/// The id is only generated when the span is enabled.
+/// The span of one `tools/call` (or facade request); its fields appear on every log line inside
+/// it (JSON: `span`), and it is a child of the caller's trace when the request carried a
+/// `traceparent` (`ops::otel`). The id is only generated when the span is enabled.
 pub fn call_span() -> tracing::Span {
-    tracing::info_span!(
+    let span = tracing::info_span!(
         "request",
         request_id = %request_id(),
         correlation_id = tracing::field::Empty
-    )
+    );
+    crate::ops::otel::adopt(&span);
+    span
 }
 
 /// Records the caller's correlation id (from the binding's metadata) on the current call span.

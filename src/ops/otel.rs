@@ -1,10 +1,12 @@
 //! OpenTelemetry trace export (`--otlp-endpoint`): the per-call `request` span and its log events
-//! go to an OTLP/HTTP collector, and backend calls carry the W3C `traceparent` of that span. It
-//! must never block the request path (spans leave on the batch exporter's own thread) and never
-//! add a header when export is off.
+//! go to an OTLP/HTTP collector, a caller's W3C `traceparent` makes that span its child, and
+//! backend (REST and MCP upstream) calls carry the span's `traceparent`. It must never block the
+//! request path (spans leave on the batch exporter's own thread) and never read or add a header
+//! when export is off.
 
-use opentelemetry::propagation::{Injector, TextMapPropagator};
-use opentelemetry::trace::TracerProvider as _;
+use opentelemetry::Context;
+use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
+use opentelemetry::trace::{TraceContextExt as _, TracerProvider as _};
 use opentelemetry_otlp::{Protocol, WithExportConfig};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
@@ -87,6 +89,55 @@ impl Injector for Headers<'_> {
         ) {
             self.0.insert(name, value);
         }
+    }
+}
+
+struct Incoming<'a>(&'a http::HeaderMap);
+
+impl Extractor for Incoming<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(|v| v.to_str().ok())
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(http::HeaderName::as_str).collect()
+    }
+}
+
+tokio::task_local! {
+    /// The caller's trace context of the request being served (from its `traceparent`).
+    static PARENT: Option<Context>;
+}
+
+/// The caller's trace context in an incoming request's `traceparent` (and `tracestate`), when
+/// export is on and the header is a valid W3C trace context; a malformed one is ignored.
+pub fn extract(headers: &http::HeaderMap) -> Option<Context> {
+    if !ENABLED.load(Ordering::Relaxed) || !headers.contains_key("traceparent") {
+        return None;
+    }
+    let cx = TraceContextPropagator::new().extract(&Incoming(headers));
+    cx.span().span_context().is_valid().then_some(cx)
+}
+
+/// Runs `f` (the handling of one incoming request) with the caller's trace context (from
+/// [`extract`]), so the call spans it opens become children of the caller's span.
+pub async fn scope<F: std::future::Future>(parent: Option<Context>, f: F) -> F::Output {
+    PARENT.scope(parent, f).await
+}
+
+/// Wraps `f` so it keeps the current caller trace context when polled outside the request's
+/// scope (a streamed response body).
+pub fn carry<F: std::future::Future>(f: F) -> impl std::future::Future<Output = F::Output> {
+    PARENT.scope(PARENT.try_with(Clone::clone).ok().flatten(), f)
+}
+
+/// Makes `span` (just created, not yet entered) a child of the caller's trace, when the
+/// request being served carried one.
+pub fn adopt(span: &tracing::Span) {
+    if let Ok(Some(cx)) = PARENT.try_with(Clone::clone)
+        && let Err(e) = span.set_parent(cx)
+    {
+        tracing::debug!(error = %e, "cannot parent the call span on the caller's trace");
     }
 }
 

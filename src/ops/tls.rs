@@ -1,6 +1,7 @@
-//! Optional TLS (rustls) for the MCP listener (and so for `/webhooks/*` on it): the certificate
-//! and key from PEM files, swapped in when the files change. It must never serve a certificate
-//! whose key does not match it, nor drop the working one when a changed pair fails to load.
+//! Optional TLS (rustls) for the MCP listener (with its `/webhooks/*`) and the facade listener:
+//! the certificate and key from PEM files, swapped in when the files change. It must never serve
+//! a certificate whose key does not match it, nor drop the working one when a changed pair fails
+//! to load.
 
 use arc_swap::ArcSwap;
 use rustls::ServerConfig;

@@ -382,9 +382,12 @@ impl McpUpstream {
         headers: &http::HeaderMap,
     ) -> Result<Answer, McpError> {
         let body = envelope(era, id, method, params);
+        // The calling span's W3C `traceparent` (when tracing is exported), over any forwarded one.
+        let mut headers = headers.clone();
+        crate::ops::otel::inject(&mut headers);
         let resp = self
             .request(era, method, name)
-            .headers(headers.clone())
+            .headers(headers)
             .json(&body)
             .send()
             .await

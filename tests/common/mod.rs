@@ -538,3 +538,18 @@ where
         }
     });
 }
+
+/// Sends SIGTERM to a portico child process and asserts it exits 0 (drained, not killed).
+pub fn terminate(mut child: std::process::Child) {
+    let ok = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill -TERM failed");
+    assert_eq!(
+        child.wait().unwrap().code(),
+        Some(0),
+        "exit 0 after SIGTERM"
+    );
+}
