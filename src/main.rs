@@ -110,6 +110,10 @@ enum Command {
         /// PEM private key (PKCS#8, PKCS#1 or SEC1) of --tls-cert.
         #[arg(long, env = "PORTICO_TLS_KEY", requires = "tls_cert")]
         tls_key: Option<PathBuf>,
+        /// PEM CA certificate(s): ask TLS clients for a certificate and pass one this CA verifies
+        /// to the `mtls` mechanism (clients without one still connect). Needs --tls-cert.
+        #[arg(long, env = "PORTICO_TLS_CLIENT_CA", requires = "tls_cert")]
+        tls_client_ca: Option<PathBuf>,
         /// OTLP/HTTP collector (e.g. `http://127.0.0.1:4318`): export each call's span there
         /// and send W3C `traceparent` to the backends.
         #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
@@ -412,6 +416,7 @@ async fn main() -> ExitCode {
             state_prefix,
             tls_cert,
             tls_key,
+            tls_client_ca,
             otlp_endpoint,
         } => {
             let otel = match init_tracing(log_format, otlp_endpoint.as_deref()) {
@@ -440,7 +445,10 @@ async fn main() -> ExitCode {
             let tls = match tls_cert.zip(tls_key) {
                 None => None,
                 Some((cert, key)) => {
-                    match portico::ops::tls::Tls::load(portico::ops::tls::TlsFiles { cert, key }) {
+                    match portico::ops::tls::Tls::load_with(
+                        portico::ops::tls::TlsFiles { cert, key },
+                        tls_client_ca.as_deref(),
+                    ) {
                         Ok(t) => Some(t),
                         Err(e) => {
                             eprintln!("TLS: {e}");
