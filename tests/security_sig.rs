@@ -785,7 +785,10 @@ fn forward_headers_mistakes_are_diagnosed_with_line_and_hint() {
     let text = std::fs::read_to_string(&file).unwrap();
     std::fs::write(
         &file,
-        with_forwarded(text, "Host, \"bad name\", X-Static, X-A, x-a"),
+        with_forwarded(
+            text,
+            "Host, \"bad name\", X-Static, X-A, x-a, Proxy-Anything",
+        ),
     )
     .unwrap();
     let ds = portico::config::load(std::slice::from_ref(&file)).unwrap_err();
@@ -796,6 +799,7 @@ fn forward_headers_mistakes_are_diagnosed_with_line_and_hint() {
         "`bad name` is not a valid header name",
         "`X-Static` is both a static header and a forwarded one",
         "`x-a` is listed twice",
+        "`Proxy-Anything` cannot be forwarded",
     ] {
         assert!(all.contains(want), "missing {want}: {all}");
     }

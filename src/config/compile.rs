@@ -954,7 +954,7 @@ fn compile_forward_headers(
             );
             continue;
         };
-        if NOT_FORWARDED.contains(&name.as_str()) {
+        if NOT_FORWARDED.contains(&name.as_str()) || name.as_str().starts_with("proxy-") {
             bad(
                 format!(
                     "`{raw}` cannot be forwarded: portico sets it or it manages the connection"
