@@ -908,3 +908,61 @@ async fn backend_requests_are_signed_with_portico_key() {
     assert!(seen[1].2.is_some(), "the GET carried a query");
     g.stop().await.unwrap();
 }
+
+/// `portico serve --tls-cert … --tls-key …` with the client CA from `PORTICO_TLS_CLIENT_CA`, as a
+/// process; a CA file that holds no certificate stops the start with the reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_serve_command_takes_a_client_ca() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let pki = pki();
+    let (backend, _seen) = test_backend().await;
+    let dir = fixture_with_backend("gateway", &backend.to_string());
+    let mapping = dir.join("plain.yaml");
+    let text = std::fs::read_to_string(&mapping).unwrap();
+    let text = text + "\nauthorization:\n  accepted_mechanisms: [mtls]\n";
+    std::fs::write(&mapping, text).unwrap();
+    for (name, pem) in [
+        ("tls.crt", &pki.server_cert),
+        ("tls.key", &pki.server_key),
+        ("ca.pem", &pki.ca_pem),
+        ("empty.pem", &String::new()),
+    ] {
+        std::fs::write(dir.join(name), pem).unwrap();
+    }
+    let serve = |ca: &str| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_portico"));
+        c.args(["serve", "--listen", "127.0.0.1:0", "--tls-cert"])
+            .arg(dir.join("tls.crt"))
+            .arg("--tls-key")
+            .arg(dir.join("tls.key"))
+            .arg(&mapping)
+            .env("PORTICO_TLS_CLIENT_CA", dir.join(ca));
+        c
+    };
+    let mut child = serve("ca.pem")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("mcp: ")
+        .unwrap_or_default()
+        .to_string();
+    let with = call_as(&pki, &url, Some(&pki.client_a)).await;
+    let without = call_as(&pki, &url, None).await;
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(outcome(&with), "ok", "{line}: {}", with.text);
+    assert_eq!(without.status, 401, "{}", without.text);
+
+    let out = serve("empty.pem").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no usable CA certificate"), "{err}");
+}
