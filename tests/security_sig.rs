@@ -433,13 +433,6 @@ async fn plain_binding_refuses_a_bad_signature_with_401_and_accepts_a_good_one()
         sign(&url, &mut h, &body, key, &comps, now());
         (h, body)
     };
-    let (h, body) = signed(&p.ed);
-    let a = post(&c, &url, h, body).await;
-    assert_eq!(outcome(&a), "ok", "{}", a.text);
-    // ECDSA is not among this business's algorithms.
-    let (h, body) = signed(&p.ec);
-    let a = post(&c, &url, h, body).await;
-    assert_eq!(data_code(&a), "algorithm_unsupported", "{}", a.text);
     // The agent header present but not covered: the signature is not enough.
     let (mut h, body) = mcp_request("echo_get", json!({"id": "7"}));
     h.insert("ucp-agent", HeaderValue::from_str(&agent).unwrap());
@@ -452,6 +445,15 @@ async fn plain_binding_refuses_a_bad_signature_with_401_and_accepts_a_good_one()
         a.text
     );
     assert!(a.headers.contains_key("www-authenticate"));
+    // Refused on what the request itself shows: the profile was not fetched for it.
+    assert_eq!(p.fetches.load(std::sync::atomic::Ordering::SeqCst), 0);
+    let (h, body) = signed(&p.ed);
+    let a = post(&c, &url, h, body).await;
+    assert_eq!(outcome(&a), "ok", "{}", a.text);
+    // ECDSA is not among this business's algorithms.
+    let (h, body) = signed(&p.ec);
+    let a = post(&c, &url, h, body).await;
+    assert_eq!(data_code(&a), "algorithm_unsupported", "{}", a.text);
     g.stop().await.unwrap();
 }
 

@@ -191,6 +191,13 @@ impl Signatures {
             max_age: self.max_age,
             require_created: self.require_created,
         };
+        // Everything that needs no key (covered components, `keyid`, the Signature value) is
+        // checked before a profile is fetched: a malformed request costs no outbound call.
+        match sig::verify(&parts, &[], &policy, now) {
+            Err(SigError::UnknownKey(_)) => {}
+            Err(e) => return Err(e.into()),
+            Ok(_) => return Err(SigError::UnknownKey(String::new()).into()),
+        }
         let url = match profile {
             Some(p) => p.to_string(),
             None => agent_profile(info).ok_or(HttpSigError::NoProfile)?,
