@@ -1360,14 +1360,20 @@ pub async fn serve(
                 };
                 let _ = stream.set_nodelay(true);
                 let tls = server.opts.tls.clone();
-                let server_tls = server.clone();
                 let server = server.clone();
-                let svc = hyper::service::service_fn(move |req| {
-                    let server = server.clone();
-                    async move { Ok::<_, Infallible>(server.handle(req).await) }
-                });
+                // One connection's requests; a client certificate rustls verified against
+                // --tls-client-ca rides on each of them to auth (mtls).
+                let svc = move |cert: Option<crate::auth::transport::ClientCert>| {
+                    hyper::service::service_fn(move |mut req: Request<Incoming>| {
+                        let server = server.clone();
+                        if let Some(c) = &cert {
+                            req.extensions_mut().insert(c.clone());
+                        }
+                        async move { Ok::<_, Infallible>(server.handle(req).await) }
+                    })
+                };
                 let Some(tls) = tls else {
-                    let conn = Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(TokioIo::new(stream), svc).into_owned();
+                    let conn = Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(TokioIo::new(stream), svc(None)).into_owned();
                     let conn = graceful.watch(conn);
                     tokio::spawn(async move {
                         if let Err(e) = conn.await {
@@ -1379,22 +1385,13 @@ pub async fn serve(
                 // TLS: the handshake runs in the connection's task; the watcher holds shutdown
                 // until the connection is done.
                 let watcher = graceful.watcher();
-                drop(svc);
                 tokio::spawn(async move {
                     let stream = match tls.accept(stream).await {
                         Ok(s) => s,
                         Err(e) => return tracing::debug!(error = %e, "TLS handshake failed"),
                     };
-                    // A certificate rustls verified against --tls-client-ca reaches auth (mtls).
                     let cert = stream.get_ref().1.peer_certificates().and_then(|c| c.first()).map(|c| crate::auth::transport::ClientCert::from_der(c.as_ref()));
-                    let svc = hyper::service::service_fn(move |mut req: Request<Incoming>| {
-                        let server = server_tls.clone();
-                        if let Some(c) = &cert {
-                            req.extensions_mut().insert(c.clone());
-                        }
-                        async move { Ok::<_, Infallible>(server.handle(req).await) }
-                    });
-                    let conn = Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(TokioIo::new(stream), svc).into_owned();
+                    let conn = Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(TokioIo::new(stream), svc(cert)).into_owned();
                     if let Err(e) = watcher.watch(conn).await {
                         tracing::debug!(error = %e, "connection ended with an error");
                     }
