@@ -227,6 +227,10 @@ enum Command {
         state_prefix: String,
         #[command(flatten)]
         tls: TlsArgs,
+        /// PEM CA certificate(s): ask TLS clients for a certificate and pass one this CA verifies
+        /// to the `mtls` mechanism (clients without one still connect). Needs --tls-cert.
+        #[arg(long, env = "PORTICO_TLS_CLIENT_CA", requires = "tls_cert")]
+        tls_client_ca: Option<PathBuf>,
         /// OTLP/HTTP collector (e.g. `http://127.0.0.1:4318`): export each call's span there,
         /// continue a caller's W3C `traceparent` and send one to the backends.
         #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
@@ -372,15 +376,20 @@ struct TlsArgs {
 }
 
 impl TlsArgs {
-    /// The loaded certificate pair, if TLS is asked for.
-    fn load(self) -> Result<Option<std::sync::Arc<portico::ops::tls::Tls>>, String> {
+    /// The loaded certificate pair, if TLS is asked for, verifying client certificates
+    /// against `client_ca` when given (`serve --tls-client-ca`).
+    fn load(
+        self,
+        client_ca: Option<&std::path::Path>,
+    ) -> Result<Option<std::sync::Arc<portico::ops::tls::Tls>>, String> {
         match self.tls_cert.zip(self.tls_key) {
             None => Ok(None),
-            Some((cert, key)) => {
-                portico::ops::tls::Tls::load(portico::ops::tls::TlsFiles { cert, key })
-                    .map(Some)
-                    .map_err(|e| format!("TLS: {e}"))
-            }
+            Some((cert, key)) => portico::ops::tls::Tls::load_with(
+                portico::ops::tls::TlsFiles { cert, key },
+                client_ca,
+            )
+            .map(Some)
+            .map_err(|e| format!("TLS: {e}")),
         }
     }
 }
@@ -702,6 +711,7 @@ async fn main() -> ExitCode {
             state,
             state_prefix,
             tls,
+            tls_client_ca,
             otlp_endpoint,
         } => {
             let stop_signal = shutdown_signal();
@@ -726,7 +736,7 @@ async fn main() -> ExitCode {
                     }
                 }
             }
-            let tls = match refused(tls.load()) {
+            let tls = match refused(tls.load(tls_client_ca.as_deref())) {
                 Ok(t) => t,
                 Err(code) => return code.into(),
             };
@@ -884,7 +894,7 @@ async fn main() -> ExitCode {
                 Ok(o) => o,
                 Err(code) => return code.into(),
             };
-            let tls = match refused(tls.load()) {
+            let tls = match refused(tls.load(None)) {
                 Ok(t) => t,
                 Err(code) => return code.into(),
             };

@@ -69,6 +69,7 @@ fn verified(r: &Received, authority: &str, keys: &[VerifyingKey]) -> Result<Stri
         required: &USP_COMPONENTS,
         algorithms: &Alg::ALL,
         max_age: Duration::from_secs(300),
+        require_created: true,
     };
     sig::verify(&parts, keys, &policy, now())
         .map(|v| v.keyid)

@@ -585,6 +585,7 @@ async fn accepted_events_are_sent_on_signed_with_retries_and_dead_letters() {
         required: &USP_COMPONENTS,
         algorithms: &Alg::ALL,
         max_age: Duration::from_secs(300),
+        require_created: true,
     };
     let validator = booking_event_validator();
     let mut signatures = std::collections::HashSet::new();

@@ -1,9 +1,11 @@
 //! Inbound authentication and authorization of tool calls: a business's AuthorizationPolicy
-//! (api keys, OAuth JWTs, USP proofs of possession, booking-scoped credentials), access tiers,
+//! (api keys, OAuth JWTs, USP proofs of possession, booking-scoped credentials, RFC 9421 request
+//! signatures, TLS client certificates), access tiers,
 //! identity binding, and failures in each binding's form. It must never log or echo a credential,
 //! and never treat an unknown mechanism, or a `cnf`-bound credential without its proof, as accepted.
 
 pub mod fetch;
+pub mod httpsig;
 pub mod jcs;
 pub mod jws;
 pub mod limit;
@@ -58,6 +60,8 @@ pub struct Refusal {
     pub invalid_token: bool,
     /// A nonce to retry with (`proof_nonce_required`).
     pub nonce: Option<String>,
+    /// The mechanism the failure relates to (`data.mechanism`, USP's RECOMMENDED discriminator).
+    pub mechanism: Option<&'static str>,
 }
 
 impl Refusal {
@@ -68,6 +72,7 @@ impl Refusal {
             message: message.into(),
             invalid_token: false,
             nonce: None,
+            mechanism: None,
         }
     }
 
@@ -88,6 +93,31 @@ impl Refusal {
 
     fn forbidden(message: impl Into<String>) -> Refusal {
         Refusal::new(FailureKind::Forbidden, "profile_not_trusted", message)
+    }
+
+    /// A refused RFC 9421 request signature, with USP §10.1.1's code.
+    fn sig(e: httpsig::HttpSigError) -> Refusal {
+        use crate::webhook::sig::SigError as S;
+        use FailureKind::{InvalidRequest, Unauthenticated, Unavailable};
+        use httpsig::HttpSigError as H;
+        let (kind, code) = match &e {
+            H::Sig(S::Unsigned) => (Unauthenticated, "signature_missing"),
+            H::Sig(S::DigestMismatch | S::DigestMalformed(_)) => {
+                (InvalidRequest, "digest_mismatch")
+            }
+            H::Sig(S::UnknownKey(_)) | H::NoProfile => (Unauthenticated, "key_not_found"),
+            H::Sig(S::WrongAlgorithm(_)) => (InvalidRequest, "algorithm_unsupported"),
+            H::Sig(S::Stale(_) | S::Expired) => (Unauthenticated, "signature_expired"),
+            H::Sig(S::Key(_)) => (FailureKind::Internal, "server_error"),
+            H::Sig(_) => (Unauthenticated, "signature_invalid"),
+            H::Unreachable(_) => (Unavailable, "profile_unreachable"),
+            H::Malformed => (InvalidRequest, "profile_malformed"),
+        };
+        Refusal {
+            invalid_token: kind == Unauthenticated,
+            mechanism: Some(Mechanism::HttpMessageSignature.name()),
+            ..Refusal::new(kind, code, e.to_string())
+        }
     }
 
     fn pop(e: pop::PopError) -> Refusal {
@@ -253,6 +283,70 @@ async fn oauth(policy: &Policy, token: &str) -> Result<Principal, Refusal> {
         id: format!("oauth:{}|{sub}", o.issuer),
         mechanism: Mechanism::OAuth2Bearer,
         business,
+        jkt: None,
+    })
+}
+
+/// The connection's verified client certificate as a principal (`mtls`).
+fn mtls(policy: &Policy, cert: Option<&transport::ClientCert>) -> Result<Principal, Refusal> {
+    let Some(c) = cert else {
+        return Err(Refusal {
+            mechanism: Some(Mechanism::Mtls.name()),
+            ..Refusal::missing("the connection presented no verified TLS client certificate")
+        });
+    };
+    let principal = |id: String, business: bool| Principal {
+        id,
+        mechanism: Mechanism::Mtls,
+        business,
+        jkt: None,
+    };
+    if policy.mtls_clients.is_empty() {
+        return Ok(principal(format!("mtls:sha256:{}", c.sha256), false));
+    }
+    policy
+        .mtls_clients
+        .iter()
+        .find(|k| k.sha256 == c.sha256)
+        .map(|k| principal(format!("mtls:{}", k.name), k.business))
+        .ok_or_else(|| Refusal {
+            mechanism: Some(Mechanism::Mtls.name()),
+            ..Refusal::invalid("the client certificate is not one this business knows")
+        })
+}
+
+/// A signed HTTP request (`http_message_signature`): the principal is the profile key that
+/// verified it; a signature is accepted once per business within the replay window.
+async fn signed(
+    tool: &Tool,
+    sigs: &httpsig::Signatures,
+    info: &transport::RequestInfo,
+    call: &Call,
+) -> Result<Principal, Refusal> {
+    let (v, key) = sigs
+        .verify(info, call.meta.profile.as_deref(), now())
+        .await
+        .map_err(Refusal::sig)?;
+    use base64::Engine;
+    let mark = format!(
+        "rfc9421:{}",
+        base64::engine::general_purpose::STANDARD.encode(&v.signature)
+    );
+    if !stores().replay.first_use(&tool.business.name, &mark).await {
+        return Err(Refusal {
+            invalid_token: true,
+            mechanism: Some(Mechanism::HttpMessageSignature.name()),
+            ..Refusal::new(
+                FailureKind::Unauthenticated,
+                "signature_invalid",
+                "this signature was already used (a replayed request)",
+            )
+        });
+    }
+    Ok(Principal {
+        id: format!("jkt:{}", key.thumbprint()),
+        mechanism: Mechanism::HttpMessageSignature,
+        business: false,
         jkt: None,
     })
 }
@@ -440,7 +534,21 @@ async fn authenticate(
             jkt: Some(v.jkt),
         }));
     }
-    // HTTP-layer credentials are preferred over `_meta` ones.
+    // HTTP-layer credentials are preferred over `_meta` ones; a signature first.
+    if let Some(sigs) = &policy.signatures {
+        let declared = meta
+            .as_ref()
+            .is_some_and(|m| m.mechanism == Mechanism::HttpMessageSignature.name());
+        match http.request.as_deref() {
+            Some(info) if httpsig::is_signed(info) => {
+                return signed(tool, sigs, info, call).await.map(Some);
+            }
+            _ if declared => {
+                return Err(Refusal::sig(crate::webhook::sig::SigError::Unsigned.into()));
+            }
+            _ => {}
+        }
+    }
     if let Some(k) = &http.api_key {
         let Ok(k) = k else {
             return Err(Refusal::invalid("the X-API-Key header is malformed"));
@@ -457,12 +565,19 @@ async fn authenticate(
         Some(m) if m.mechanism == Mechanism::BookingScopedCredential.name() => Err(
             Refusal::invalid("a booking-scoped credential starts with `bsc_`"),
         ),
+        Some(m) if m.mechanism == Mechanism::Mtls.name() => {
+            mtls(policy, http.client_cert.as_ref()).map(Some)
+        }
         Some(m) => match m.credential {
             Some(c) => bearer(policy, c).await.map(Some),
             None => Err(Refusal::missing(
                 "`_meta.usp.authorization` carries no credential",
             )),
         },
+        // The connection's certificate, when nothing in the request authenticates.
+        None if http.client_cert.is_some() && policy.accepts(Mechanism::Mtls) => {
+            mtls(policy, http.client_cert.as_ref()).map(Some)
+        }
         None => Ok(None),
     }
 }
@@ -618,6 +733,16 @@ pub fn render(tool: &Tool, r: Refusal) -> Reply {
     ) = (r.nonce, &mut reply)
     {
         d.insert("nonce".into(), Value::String(n));
+    }
+    if let (
+        Some(m),
+        Reply::Error(RpcError {
+            data: Some(Value::Object(d)),
+            ..
+        }),
+    ) = (r.mechanism, &mut reply)
+    {
+        d.insert("mechanism".into(), Value::String(m.into()));
     }
     reply
 }

@@ -36,6 +36,12 @@ pub struct AuthorizationSpec {
     /// `booking_scoped_credential`: which tools issue one and how long it lives.
     #[serde(default)]
     pub booking_scoped_credential: Option<CredentialSpec>,
+    /// `http_message_signature`: freshness, algorithms and how profiles are fetched.
+    #[serde(default)]
+    pub http_message_signature: Option<SignatureSpec>,
+    /// `mtls`: which client certificates (verified by `--tls-client-ca`) are known.
+    #[serde(default)]
+    pub mtls: Option<MtlsSpec>,
     /// Tool -> access tier (`public`, `privileged_platform`, `privileged_scoped`), over the
     /// OpenRPC's `x-usp-access`; tools with neither are `privileged_platform`.
     #[serde(default)]
@@ -115,6 +121,43 @@ pub struct CredentialSpec {
     pub resource_args: Vec<String>,
 }
 
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SignatureSpec {
+    /// Largest distance between a signature's `created` and now (default `5m`).
+    #[serde(default)]
+    pub max_age: Option<String>,
+    /// Refuse signatures without `created` (default false: USP §9.1.4 makes it optional).
+    #[serde(default)]
+    pub require_created: bool,
+    /// RFC 9421 algorithm names (default `ecdsa-p256-sha256`, `ed25519`).
+    #[serde(default)]
+    pub algorithms: Vec<String>,
+    /// Hosts profile URLs may reach over plain http or at a private address (tests: 127.0.0.1).
+    #[serde(default)]
+    pub allow_hosts: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MtlsSpec {
+    /// Known client certificates; empty: any certificate `--tls-client-ca` verifies.
+    #[serde(default)]
+    pub clients: Vec<MtlsClientSpec>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MtlsClientSpec {
+    /// The principal's name.
+    pub name: String,
+    /// SHA-256 of the certificate's DER bytes, hex (`:` separators allowed).
+    pub sha256: String,
+    /// May call business-only tools.
+    #[serde(default)]
+    pub business: bool,
+}
+
 /// Access tier of a tool (`x-usp-access`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tier {
@@ -141,6 +184,8 @@ pub enum Mechanism {
     OAuth2Bearer,
     PlatformKeyPop,
     BookingScopedCredential,
+    HttpMessageSignature,
+    Mtls,
 }
 
 impl Mechanism {
@@ -150,6 +195,8 @@ impl Mechanism {
             "oauth2_bearer" => Some(Mechanism::OAuth2Bearer),
             "platform_key_pop" => Some(Mechanism::PlatformKeyPop),
             "booking_scoped_credential" => Some(Mechanism::BookingScopedCredential),
+            "http_message_signature" => Some(Mechanism::HttpMessageSignature),
+            "mtls" => Some(Mechanism::Mtls),
             _ => None,
         }
     }
@@ -160,6 +207,8 @@ impl Mechanism {
             Mechanism::OAuth2Bearer => "oauth2_bearer",
             Mechanism::PlatformKeyPop => "platform_key_pop",
             Mechanism::BookingScopedCredential => "booking_scoped_credential",
+            Mechanism::HttpMessageSignature => "http_message_signature",
+            Mechanism::Mtls => "mtls",
         }
     }
 }
@@ -246,6 +295,14 @@ pub struct Pop {
     pub require_nonce: bool,
 }
 
+/// A known client certificate.
+pub struct MtlsClient {
+    pub name: String,
+    /// Lower-case hex, no separators.
+    pub sha256: String,
+    pub business: bool,
+}
+
 pub struct Credentials {
     pub issue: HashMap<String, String>,
     pub ttl: Duration,
@@ -261,6 +318,10 @@ pub struct Policy {
     pub oauth: Option<OAuth>,
     pub pop: Option<Pop>,
     pub credentials: Option<Credentials>,
+    /// `http_message_signature` (present when the mechanism is accepted).
+    pub signatures: Option<super::httpsig::Signatures>,
+    /// `mtls` known clients; empty: any verified certificate.
+    pub mtls_clients: Vec<MtlsClient>,
     pub tiers: HashMap<String, Tier>,
     pub business_only: Vec<String>,
 }
@@ -337,11 +398,6 @@ pub fn compile(
     for name in &spec.accepted_mechanisms {
         match Mechanism::parse(name) {
             Some(m) => mechanisms.push(m),
-            None if matches!(name.as_str(), "http_message_signature" | "mtls") => diags.push(err(
-                &["accepted_mechanisms"],
-                format!("mechanism `{name}` is not implemented by portico yet"),
-                "use api_key, oauth2_bearer, platform_key_pop or booking_scoped_credential",
-            )),
             // USP §10.1.6: an unrecognised mechanism is ignored, never treated as accepted.
             None => diags.push(
                 Diagnostic::warning(file, format!("unknown mechanism `{name}` is ignored"))
@@ -354,7 +410,7 @@ pub fn compile(
         diags.push(err(
             &["accepted_mechanisms"],
             "no mechanism portico implements is accepted".into(),
-            "list at least one of api_key, oauth2_bearer, platform_key_pop, booking_scoped_credential",
+            "list at least one of api_key, oauth2_bearer, platform_key_pop, booking_scoped_credential, http_message_signature, mtls",
         ));
     }
     let mut api_keys = Vec::new();
@@ -495,6 +551,64 @@ pub fn compile(
             "add `booking_scoped_credential: {issue: {usp_bookings_create: /booking/id}}`",
         ));
     }
+    let signatures = mechanisms
+        .contains(&Mechanism::HttpMessageSignature)
+        .then(|| compile_signatures(spec.http_message_signature.as_ref(), &err, &mut diags));
+    if spec.http_message_signature.is_some() && signatures.is_none() {
+        diags.push(
+            Diagnostic::warning(
+                file,
+                "`http_message_signature:` is set but the mechanism is not accepted",
+            )
+            .line(locate_yaml(
+                text,
+                &["authorization", "http_message_signature"],
+            ))
+            .at("authorization.http_message_signature"),
+        );
+    }
+    let mut mtls_clients = Vec::new();
+    for (i, c) in spec.mtls.iter().flat_map(|m| &m.clients).enumerate() {
+        let hex: String = c
+            .sha256
+            .chars()
+            .filter(|ch| *ch != ':')
+            .collect::<String>()
+            .to_ascii_lowercase();
+        if hex.len() != 64 || !hex.chars().all(|ch| ch.is_ascii_hexdigit()) {
+            diags.push(err(
+                &["mtls", "clients"],
+                format!("client `{}`: `sha256` is not 64 hex digits", c.name),
+                "give the certificate's SHA-256 fingerprint, e.g. from `openssl x509 -noout -fingerprint -sha256 -in client.pem`",
+            ));
+            continue;
+        }
+        if spec
+            .mtls
+            .iter()
+            .flat_map(|m| &m.clients)
+            .take(i)
+            .any(|o| o.name == c.name)
+        {
+            diags.push(err(
+                &["mtls", "clients"],
+                format!("client name `{}` is used twice", c.name),
+                "each certificate names one principal",
+            ));
+        }
+        mtls_clients.push(MtlsClient {
+            name: c.name.clone(),
+            sha256: hex,
+            business: c.business,
+        });
+    }
+    if spec.mtls.is_some() && !mechanisms.contains(&Mechanism::Mtls) {
+        diags.push(
+            Diagnostic::warning(file, "`mtls:` is set but the mechanism is not accepted")
+                .line(locate_yaml(text, &["authorization", "mtls"]))
+                .at("authorization.mtls"),
+        );
+    }
     let mut tiers = HashMap::new();
     for (tool, tier) in &spec.tools {
         match Tier::parse(tier) {
@@ -521,12 +635,57 @@ pub fn compile(
         oauth,
         pop,
         credentials,
+        signatures,
+        mtls_clients,
         tiers,
         business_only: spec
             .business_only
             .clone()
             .unwrap_or_else(|| vec!["usp_bookings_confirm".into()]),
     })
+}
+
+fn compile_signatures(
+    spec: Option<&SignatureSpec>,
+    err: &dyn Fn(&[&str], String, &str) -> Diagnostic,
+    diags: &mut Vec<Diagnostic>,
+) -> super::httpsig::Signatures {
+    use crate::webhook::keys::Alg;
+    let spec = spec.cloned().unwrap_or_default();
+    let max_age = match spec.max_age.as_deref() {
+        None => Duration::from_secs(300),
+        Some(t) => long_duration(t).unwrap_or_else(|| {
+            diags.push(err(
+                &["http_message_signature", "max_age"],
+                "`max_age` is not a duration".into(),
+                "write e.g. `5m` or `300s`",
+            ));
+            Duration::from_secs(300)
+        }),
+    };
+    let mut algorithms = Vec::new();
+    for a in &spec.algorithms {
+        match Alg::parse(a) {
+            Some(x) => algorithms.push(x),
+            None => diags.push(err(
+                &["http_message_signature", "algorithms"],
+                format!("algorithm `{a}` is not supported"),
+                "use ecdsa-p256-sha256 or ed25519 (RFC 9421 names)",
+            )),
+        }
+    }
+    if algorithms.is_empty() {
+        algorithms = Alg::ALL.to_vec();
+    }
+    super::httpsig::Signatures::new(
+        max_age,
+        spec.require_created,
+        algorithms,
+        Limits {
+            allow_hosts: spec.allow_hosts,
+            ..Limits::default()
+        },
+    )
 }
 
 fn compile_oauth(
@@ -680,7 +839,12 @@ mod tests {
             m.contains("shorter than 16") && !m.contains("short-secret"),
             "{m}"
         );
-        assert!(messages(load("accepted_mechanisms: [mtls]\n")).contains("not implemented"));
+        let m = messages(load(
+            "accepted_mechanisms: [http_message_signature, mtls]\nhttp_message_signature: { max_age: soon, algorithms: [rsa-pss-sha512] }\nmtls: { clients: [{ name: a, sha256: nothex }] }\n",
+        ));
+        assert!(m.contains("`max_age` is not a duration"), "{m}");
+        assert!(m.contains("`rsa-pss-sha512` is not supported"), "{m}");
+        assert!(m.contains("`sha256` is not 64 hex digits"), "{m}");
         assert!(
             messages(load("accepted_mechanisms: [magic]\n"))
                 .contains("no mechanism portico implements")

@@ -1,10 +1,45 @@
 //! The HTTP-layer credentials of the request a tool call arrived on (`Authorization`,
-//! `X-API-Key`), carried to `forward` in a task-local so no transport type reaches it. It must
+//! `X-API-Key`, RFC 9421 signature headers with the body they cover, the verified TLS client
+//! certificate), carried to `forward` in a task-local so no transport type reaches it. It must
 //! never log a credential or keep one beyond the request.
 
+use bytes::Bytes;
 use http::HeaderMap;
 use std::fmt;
 use std::future::Future;
+use std::sync::{Arc, OnceLock};
+
+/// The TLS client certificate the listener verified against `--tls-client-ca` (set by the accept
+/// loop as a request extension).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientCert {
+    /// Lower-case hex SHA-256 of the leaf certificate's DER bytes.
+    pub sha256: String,
+}
+
+impl ClientCert {
+    /// The fingerprint of a DER certificate.
+    pub fn from_der(der: &[u8]) -> ClientCert {
+        let d = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, der);
+        ClientCert {
+            sha256: d.as_ref().iter().map(|b| format!("{b:02x}")).collect(),
+        }
+    }
+}
+
+/// The MCP request as received: what an RFC 9421 signature covers and what the backend header
+/// allowlist forwards.
+#[derive(Debug)]
+pub struct RequestInfo {
+    pub method: String,
+    /// `host[:port]`: the URI authority (HTTP/2) or the `Host` header.
+    pub authority: String,
+    pub path: String,
+    pub query: Option<String>,
+    pub headers: HeaderMap,
+    /// The raw body bytes, set once the body is read.
+    pub body: OnceLock<Bytes>,
+}
 
 /// Credentials from the MCP request's HTTP headers, and the response-signing request of the
 /// call it carries (shared by clones, so `forward` can set what the edge reads).
@@ -17,6 +52,12 @@ pub struct HttpCredentials {
     pub authorization: Option<Result<String, ()>>,
     /// `X-API-Key` value, same rules.
     pub api_key: Option<Result<String, ()>>,
+    /// The request itself (signature verification, forwarded headers).
+    pub request: Option<Arc<RequestInfo>>,
+    /// The verified TLS client certificate of the connection.
+    pub client_cert: Option<ClientCert>,
+    /// The key backend requests are signed with (the serving listener's webhook key).
+    pub backend_key: Option<Arc<crate::webhook::keys::SigningKey>>,
 }
 
 impl fmt::Debug for HttpCredentials {
@@ -24,7 +65,8 @@ impl fmt::Debug for HttpCredentials {
         f.debug_struct("HttpCredentials")
             .field("authorization", &self.authorization.is_some())
             .field("api_key", &self.api_key.is_some())
-            .finish()
+            .field("client_cert", &self.client_cert)
+            .finish_non_exhaustive()
     }
 }
 
@@ -50,6 +92,38 @@ impl HttpCredentials {
             authorization: one(headers, "authorization"),
             api_key: one(headers, "x-api-key"),
             sign_with: Default::default(),
+            request: None,
+            client_cert: None,
+            backend_key: None,
+        }
+    }
+
+    /// The credentials of `req`, with the request kept for signature checks and forwarded
+    /// headers, and the connection's client certificate (a `ClientCert` extension).
+    pub fn from_request<B>(req: &http::Request<B>) -> HttpCredentials {
+        let headers = req.headers();
+        let authority = req
+            .uri()
+            .authority()
+            .map(|a| a.as_str().to_string())
+            .or_else(|| {
+                headers
+                    .get(http::header::HOST)
+                    .and_then(|h| h.to_str().ok())
+                    .map(str::to_string)
+            })
+            .unwrap_or_default();
+        HttpCredentials {
+            request: Some(Arc::new(RequestInfo {
+                method: req.method().as_str().to_string(),
+                authority,
+                path: req.uri().path().to_string(),
+                query: req.uri().query().map(str::to_string),
+                headers: headers.clone(),
+                body: OnceLock::new(),
+            })),
+            client_cert: req.extensions().get::<ClientCert>().cloned(),
+            ..HttpCredentials::from_headers(headers)
         }
     }
 
@@ -87,6 +161,25 @@ pub fn response_signer() -> Option<std::sync::Arc<crate::webhook::keys::SigningK
     HTTP.try_with(|c| c.sign_with.lock().ok().and_then(|s| s.clone()))
         .ok()
         .flatten()
+}
+
+/// Records the current request's raw body (for `Content-Digest` checks); no-op over stdio.
+pub fn record_body(body: &Bytes) {
+    let _ = HTTP.try_with(|c| {
+        if let Some(r) = &c.request {
+            let _ = r.body.set(body.clone());
+        }
+    });
+}
+
+/// The key the current request's backend calls are signed with (`None` over stdio).
+pub fn backend_key() -> Option<Arc<crate::webhook::keys::SigningKey>> {
+    HTTP.try_with(|c| c.backend_key.clone()).ok().flatten()
+}
+
+/// The current MCP HTTP request (`None` over stdio).
+pub fn request() -> Option<Arc<RequestInfo>> {
+    HTTP.try_with(|c| c.request.clone()).ok().flatten()
 }
 
 /// The current request's HTTP credentials (`None` over stdio).

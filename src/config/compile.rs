@@ -37,6 +37,10 @@ pub struct Backend {
     pub max_response_bytes: usize,
     /// Concurrency limit, circuit breaker and retries (`upstream::resilience`).
     pub resilience: crate::upstream::resilience::Resilience,
+    /// Client request headers passed on (`backend.forward_headers`).
+    pub forward_headers: Vec<HeaderName>,
+    /// Sign each request with portico's key (`backend.sign_requests`).
+    pub sign_requests: bool,
 }
 
 impl fmt::Debug for Backend {
@@ -52,6 +56,8 @@ impl fmt::Debug for Backend {
                     .map(|(k, _)| k.as_str())
                     .collect::<Vec<_>>(),
             )
+            .field("forward_headers", &self.forward_headers)
+            .field("sign_requests", &self.sign_requests)
             .finish()
     }
 }
@@ -858,9 +864,11 @@ fn compile_backend(
             }
         }
     }
+    let forward_headers = compile_forward_headers(file, b, &at, diags);
     let resilience =
         crate::upstream::resilience::compile(file, text, &spec.business, &base, b, diags);
-    let (timeout, connect, resilience) = (timeout?, connect?, resilience?);
+    let (timeout, connect, resilience, forward_headers) =
+        (timeout?, connect?, resilience?, forward_headers?);
     if !ok {
         return None;
     }
@@ -893,7 +901,78 @@ fn compile_backend(
             .unwrap_or(8 << 20)
             .min(usize::MAX as u64) as usize,
         resilience,
+        forward_headers,
+        sign_requests: b.sign_requests,
     })
+}
+
+/// Headers a client may not choose for the backend: connection management, framing, and what
+/// portico itself sets or signs.
+const NOT_FORWARDED: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authorization",
+    "transfer-encoding",
+    "te",
+    "trailer",
+    "upgrade",
+    "host",
+    "content-length",
+    "content-type",
+    "content-digest",
+    "content-encoding",
+    "accept",
+    "signature",
+    "signature-input",
+    "expect",
+];
+
+/// `backend.forward_headers`: valid names, none portico owns, none also set statically.
+fn compile_forward_headers(
+    file: &Path,
+    b: &super::mapping::BackendSpec,
+    at: &dyn Fn(&[&str]) -> Option<usize>,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Vec<HeaderName>> {
+    let mut names: Vec<HeaderName> = Vec::new();
+    let mut ok = true;
+    let mut bad = |msg: String, hint: &str| {
+        ok = false;
+        diags.push(
+            Diagnostic::error(file, msg)
+                .line(at(&["backend", "forward_headers"]))
+                .at("backend.forward_headers")
+                .hint(hint.to_string()),
+        );
+    };
+    for raw in &b.forward_headers {
+        let Ok(name) = HeaderName::from_bytes(raw.as_bytes()) else {
+            bad(
+                format!("`{raw}` is not a valid header name"),
+                "list header names only, e.g. `X-Request-Source`",
+            );
+            continue;
+        };
+        if NOT_FORWARDED.contains(&name.as_str()) || name.as_str().starts_with("proxy-") {
+            bad(
+                format!(
+                    "`{raw}` cannot be forwarded: portico sets it or it manages the connection"
+                ),
+                "remove it; the backend request gets its own framing, content type and signature",
+            );
+        } else if b.headers.keys().any(|k| k.eq_ignore_ascii_case(raw)) {
+            bad(
+                format!("`{raw}` is both a static header and a forwarded one"),
+                "keep it in one of `backend.headers` and `backend.forward_headers`",
+            );
+        } else if names.contains(&name) {
+            bad(format!("`{raw}` is listed twice"), "list each header once");
+        } else {
+            names.push(name);
+        }
+    }
+    ok.then_some(names)
 }
 
 fn compile_outcomes(

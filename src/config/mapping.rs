@@ -169,6 +169,13 @@ pub struct BackendSpec {
     /// Most calls in flight to this backend; more are shed. Default 1024; 0 = no limit.
     #[serde(default)]
     pub max_concurrency: Option<u32>,
+    /// Client request headers (MCP over HTTP) passed on to the backend, by name; none by
+    /// default. `Authorization` / `X-API-Key` only when listed here.
+    #[serde(default)]
+    pub forward_headers: Vec<String>,
+    /// Sign every backend request with portico's key (RFC 9421 + `Content-Digest`).
+    #[serde(default)]
+    pub sign_requests: bool,
 }
 
 /// `backend.retries`: how often and how patiently a retryable call is sent again.

@@ -99,6 +99,11 @@ impl Server {
         };
         let webhooks =
             crate::webhook::ingress::Ingress::with_key(opts.webhook_key.clone(), journal);
+        // Backend requests made outside an HTTP request (catalog refreshes) are signed with the
+        // first server's key; those of a request with its own listener's.
+        if let Some(egress) = &webhooks.egress {
+            crate::upstream::sign::install(egress.signing_key());
+        }
         let resumed = webhooks.restore(&core.gateway.load())?;
         if resumed > 0 {
             tracing::info!(resumed, "resuming webhook deliveries from the journal");
@@ -405,7 +410,8 @@ impl Server {
         match *req.method() {
             Method::POST => {
                 // The request's HTTP credentials reach `forward` (auth) without transport types.
-                let creds = crate::auth::transport::HttpCredentials::from_headers(req.headers());
+                let mut creds = crate::auth::transport::HttpCredentials::from_request(&req);
+                creds.backend_key = self.webhooks.egress.as_ref().map(|e| e.signing_key());
                 // A caller's `traceparent` parents the call spans (when tracing is exported).
                 let parent = crate::ops::otel::extract(req.headers());
                 let post = crate::auth::transport::scope(creds, self.post(req));
@@ -606,6 +612,7 @@ impl Server {
                 );
             }
         };
+        crate::auth::transport::record_body(&bytes);
         let value = match jsonrpc::parse_value(&bytes, self.opts.max_depth) {
             Ok(Value::Array(items)) => {
                 return self.post_batch(&parts.headers, items, json_ok).await;
@@ -1357,12 +1364,19 @@ pub async fn serve(
                 let _ = stream.set_nodelay(true);
                 let tls = server.opts.tls.clone();
                 let server = server.clone();
-                let svc = hyper::service::service_fn(move |req| {
-                    let server = server.clone();
-                    async move { Ok::<_, Infallible>(server.handle(req).await) }
-                });
+                // One connection's requests; a client certificate rustls verified against
+                // --tls-client-ca rides on each of them to auth (mtls).
+                let svc = move |cert: Option<crate::auth::transport::ClientCert>| {
+                    hyper::service::service_fn(move |mut req: Request<Incoming>| {
+                        let server = server.clone();
+                        if let Some(c) = &cert {
+                            req.extensions_mut().insert(c.clone());
+                        }
+                        async move { Ok::<_, Infallible>(server.handle(req).await) }
+                    })
+                };
                 let Some(tls) = tls else {
-                    let conn = Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(TokioIo::new(stream), svc).into_owned();
+                    let conn = Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(TokioIo::new(stream), svc(None)).into_owned();
                     let conn = graceful.watch(conn);
                     tokio::spawn(async move {
                         if let Err(e) = conn.await {
@@ -1379,7 +1393,8 @@ pub async fn serve(
                         Ok(s) => s,
                         Err(e) => return tracing::debug!(error = %e, "TLS handshake failed"),
                     };
-                    let conn = Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(TokioIo::new(stream), svc).into_owned();
+                    let cert = stream.get_ref().1.peer_certificates().and_then(|c| c.first()).map(|c| crate::auth::transport::ClientCert::from_der(c.as_ref()));
+                    let conn = Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(TokioIo::new(stream), svc(cert)).into_owned();
                     if let Err(e) = watcher.watch(conn).await {
                         tracing::debug!(error = %e, "connection ended with an error");
                     }

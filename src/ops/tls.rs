@@ -1,7 +1,8 @@
 //! Optional TLS (rustls) for the MCP listener (with its `/webhooks/*`) and the facade listener:
-//! the certificate and key from PEM files, swapped in when the files change. It must never serve
-//! a certificate whose key does not match it, nor drop the working one when a changed pair fails
-//! to load.
+//! the certificate and key from PEM files, swapped in when the files change, and optionally client
+//! certificates verified against a CA (`--tls-client-ca`, for the `mtls` mechanism). It must never
+//! serve a certificate whose key does not match it, nor drop the working one when a changed pair
+//! fails to load, nor pass on a client certificate the CA did not verify.
 
 use arc_swap::ArcSwap;
 use rustls::ServerConfig;
@@ -51,6 +52,8 @@ pub enum TlsError {
     },
     #[error("TLS configuration refused: {0}")]
     Config(String),
+    #[error("{path}: no usable CA certificate for client verification: {detail}")]
+    BadClientCa { path: PathBuf, detail: String },
 }
 
 /// The certificate every handshake gets; swapped atomically on reload.
@@ -124,18 +127,53 @@ fn certified(
     })
 }
 
+/// A verifier of client certificates issued by the CA(s) in `path`; anonymous clients pass.
+fn client_verifier(
+    path: &Path,
+    provider: &Arc<CryptoProvider>,
+) -> Result<Arc<dyn rustls::server::danger::ClientCertVerifier>, TlsError> {
+    let bad = |detail: String| TlsError::BadClientCa {
+        path: path.to_path_buf(),
+        detail,
+    };
+    let pem = read(path)?;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(&pem) {
+        roots
+            .add(cert.map_err(|e| bad(e.to_string()))?)
+            .map_err(|e| bad(e.to_string()))?;
+    }
+    if roots.is_empty() {
+        return Err(bad("the file holds no PEM certificate".into()));
+    }
+    rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+        .allow_unauthenticated()
+        .build()
+        .map_err(|e| bad(e.to_string()))
+}
+
 impl Tls {
     /// Loads the pair; every problem is an error here, at start.
     pub fn load(files: TlsFiles) -> Result<Arc<Tls>, TlsError> {
+        Tls::load_with(files, None)
+    }
+
+    /// Loads the pair and, with `client_ca` (PEM, one or more CA certificates), asks every
+    /// client for a certificate: one the CA verifies is passed on (mtls), one it does not fails
+    /// the handshake, and a client without one still connects (other mechanisms apply).
+    pub fn load_with(files: TlsFiles, client_ca: Option<&Path>) -> Result<Arc<Tls>, TlsError> {
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         let (cert_pem, key_pem) = (read(&files.cert)?, read(&files.key)?);
         let key = certified(&files, &provider, &cert_pem, &key_pem)?;
         let resolver = Arc::new(Resolver(ArcSwap::from_pointee(key)));
-        let mut config = ServerConfig::builder_with_provider(provider.clone())
+        let builder = ServerConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
-            .map_err(|e| TlsError::Config(e.to_string()))?
-            .with_no_client_auth()
-            .with_cert_resolver(resolver.clone());
+            .map_err(|e| TlsError::Config(e.to_string()))?;
+        let builder = match client_ca {
+            None => builder.with_no_client_auth(),
+            Some(path) => builder.with_client_cert_verifier(client_verifier(path, &provider)?),
+        };
+        let mut config = builder.with_cert_resolver(resolver.clone());
         // The listener serves both HTTP versions; ALPN lets the client pick.
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(Arc::new(Tls {

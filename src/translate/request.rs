@@ -87,6 +87,31 @@ pub fn build(tool: &Tool, call: &Call) -> Result<RestRequest, Failure> {
     }
 
     let mut headers = HeaderMap::new();
+    // Allowlisted client headers first: the mapping's own headers below win over them.
+    if !backend.forward_headers.is_empty()
+        && let Some(info) = crate::auth::transport::request()
+    {
+        for name in &backend.forward_headers {
+            for v in info.headers.get_all(name) {
+                // Visible ASCII, space and tab only: nothing a backend could read as a new line.
+                if !v
+                    .as_bytes()
+                    .iter()
+                    .all(|b| *b == b'\t' || (0x20..0x7f).contains(b))
+                {
+                    return Err(binding.invalid_arguments(format!(
+                        "the `{name}` header holds characters portico does not forward"
+                    )));
+                }
+                let mut v = v.clone();
+                v.set_sensitive(matches!(
+                    name.as_str(),
+                    "authorization" | "x-api-key" | "cookie"
+                ));
+                headers.append(name.clone(), v);
+            }
+        }
+    }
     for (k, v) in &backend.headers {
         headers.insert(k.clone(), v.clone());
     }

@@ -6,3 +6,4 @@ pub mod mcp;
 pub mod pool;
 pub mod resilience;
 pub mod rest;
+pub mod sign;

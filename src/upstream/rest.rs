@@ -48,13 +48,16 @@ async fn via_pool(
     }
 }
 
-/// Performs the request; transport failures become `Failure`s of kind Unavailable / Timeout /
-/// BadUpstreamResponse.
+/// Performs the request (signed first with `backend.sign_requests`); transport failures become
+/// `Failure`s of kind Unavailable / Timeout / BadUpstreamResponse.
 pub async fn send(
     backend: &Backend,
-    req: RestRequest,
+    mut req: RestRequest,
     timeout: Duration,
 ) -> Result<RestResponse, Failure> {
+    if backend.sign_requests {
+        crate::upstream::sign::sign(&mut req)?;
+    }
     let fut = async {
         if let Some(pool) = &backend.pool {
             return via_pool(pool, backend, req).await;

@@ -93,6 +93,7 @@ pub fn verify(
         required: &USP_COMPONENTS,
         algorithms: &Alg::ALL,
         max_age,
+        require_created: true,
     };
     let v = sig::verify(&parts, &keys, &policy, now()).map_err(|e| e.to_string())?;
     Ok(format!(
@@ -100,7 +101,7 @@ pub fn verify(
         v.label,
         v.keyid,
         v.alg.name(),
-        v.created
+        v.created.unwrap_or_default()
     ))
 }
 

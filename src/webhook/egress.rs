@@ -102,6 +102,11 @@ impl Egress {
         self.key.verifying_key()
     }
 
+    /// The private key deliveries are signed with (also used for backend request signing).
+    pub fn signing_key(&self) -> Arc<SigningKey> {
+        self.key.clone()
+    }
+
     /// Deliveries given up so far (most recent last).
     pub fn dead_letters(&self) -> Vec<DeadLetter> {
         self.dead

@@ -258,6 +258,7 @@ impl Ingress {
                 required: &sig::USP_COMPONENTS,
                 algorithms: &cfg.algorithms,
                 max_age: cfg.max_age,
+                require_created: true,
             };
             sig::verify(parts, &cfg.keys, &policy, now)?.signature
         } else if let Some((name, secret)) = &cfg.hmac {

@@ -137,6 +137,23 @@ impl VerifyingKey {
             .is_ok()
     }
 
+    /// The RFC 7638 JWK thumbprint (base64url SHA-256 of the required members, sorted).
+    pub fn thumbprint(&self) -> String {
+        let canonical = match self.alg {
+            Alg::EcdsaP256Sha256 => format!(
+                "{{\"crv\":\"P-256\",\"kty\":\"EC\",\"x\":\"{}\",\"y\":\"{}\"}}",
+                URL_SAFE_NO_PAD.encode(&self.public[1..33]),
+                URL_SAFE_NO_PAD.encode(&self.public[33..65]),
+            ),
+            Alg::Ed25519 => format!(
+                "{{\"crv\":\"Ed25519\",\"kty\":\"OKP\",\"x\":\"{}\"}}",
+                URL_SAFE_NO_PAD.encode(&self.public)
+            ),
+        };
+        let d = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, canonical.as_bytes());
+        URL_SAFE_NO_PAD.encode(d.as_ref())
+    }
+
     /// The public JWK.
     pub fn jwk(&self) -> Value {
         match self.alg {
@@ -299,6 +316,7 @@ mod tests {
             let again = SigningKey::from_jwk(&k.private_jwk().unwrap()).unwrap();
             assert_eq!(again.verifying_key(), v);
             let from_public = VerifyingKey::from_jwk(&v.jwk()).unwrap().unwrap();
+            assert_eq!(from_public.thumbprint(), v.thumbprint());
             assert!(from_public.verify(b"hello", &again.sign(b"hello").unwrap()));
         }
     }
@@ -310,6 +328,15 @@ mod tests {
         let keys = VerifyingKey::from_jwks(set).unwrap();
         assert_eq!(keys.len(), 1);
         assert_eq!(keys[0].alg, Alg::Ed25519);
+        // RFC 8037 Appendix A.3: the thumbprint of the RFC's Ed25519 example key.
+        let rfc8037 = VerifyingKey::from_jwk(&serde_json::json!({"kid": "a", "kty": "OKP",
+            "crv": "Ed25519", "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}))
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            rfc8037.thumbprint(),
+            "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k"
+        );
         assert!(
             VerifyingKey::from_jwks(
                 r#"{"keys":[{"kid":"e","kty":"OKP","crv":"Ed25519","x":"AA"}]}"#

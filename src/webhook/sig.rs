@@ -250,6 +250,9 @@ pub struct Policy<'a> {
     pub algorithms: &'a [Alg],
     /// Largest distance between `created` and now.
     pub max_age: Duration,
+    /// A signature without `created` is refused (webhooks); request signatures may omit it
+    /// (USP §9.1.4), and are then checked for freshness only when they carry it.
+    pub require_created: bool,
 }
 
 /// An accepted signature.
@@ -258,7 +261,8 @@ pub struct Verified {
     pub label: String,
     pub keyid: String,
     pub alg: Alg,
-    pub created: i64,
+    /// `created`, when the signature carries it.
+    pub created: Option<i64>,
     /// The signature bytes (replay detection keys on them).
     pub signature: Vec<u8>,
 }
@@ -345,13 +349,16 @@ pub fn verify(
             return Err(SigError::WrongAlgorithm(key.alg.name().into()));
         }
         let created = match param(params, "created") {
-            Some(Bare::Integer(c)) => *c,
+            Some(Bare::Integer(c)) => Some(*c),
+            None if !policy.require_created => None,
             _ => return Err(SigError::Malformed("`created` is required".into())),
         };
-        let age = now - created;
-        let window = i64::try_from(policy.max_age.as_secs()).unwrap_or(i64::MAX);
-        if age.abs() > window {
-            return Err(SigError::Stale(age));
+        if let Some(created) = created {
+            let age = now - created;
+            let window = i64::try_from(policy.max_age.as_secs()).unwrap_or(i64::MAX);
+            if age.abs() > window {
+                return Err(SigError::Stale(age));
+            }
         }
         if let Some(Bare::Integer(expires)) = param(params, "expires")
             && *expires <= now
@@ -506,6 +513,7 @@ mod tests {
             required: &["@method", "@path", "@authority"],
             algorithms: &Alg::ALL,
             max_age: Duration::from_secs(300),
+            require_created: true,
         };
         let v = verify(&req, &[rfc_ed25519()], &policy, 1618884473 + 10).unwrap();
         assert_eq!(v.label, "sig-b26");
@@ -578,6 +586,7 @@ mod tests {
                 required: &USP_COMPONENTS,
                 algorithms: &Alg::ALL,
                 max_age: Duration::from_secs(300),
+                require_created: true,
             };
             let req = usp_request(&h);
             assert!(verify_content_digest(&h, body).is_ok());
@@ -637,6 +646,7 @@ mod tests {
             required: &USP_COMPONENTS,
             algorithms: &Alg::ALL,
             max_age: Duration::from_secs(300),
+            require_created: true,
         };
         assert_eq!(
             verify(&usp_request(&h), &[key.verifying_key()], &policy, 100),
