@@ -24,6 +24,11 @@ pub fn unknown_tool(name: &str) -> RpcError {
 
 /// Explains schema violations briefly (first three), with the argument path.
 fn violations(tool: &Tool, args: &Value) -> Option<String> {
+    // The yes/no check stops at the first failure and builds no error; the explanation is
+    // only collected for arguments that fail it.
+    if tool.input_validator.is_valid(args) {
+        return None;
+    }
     let errs: Vec<String> = tool
         .input_validator
         .iter_errors(args)
@@ -216,6 +221,12 @@ fn reply_for(tool: &Tool, call: &Call, outcome: Outcome) -> Reply {
     finish(tool, call, reply)
 }
 
+/// The first content block's `text` (`/content/0/text`), reached without parsing a JSON
+/// pointer (which allocates for its escapes) on every call.
+fn first_text_mut(result: &mut Value) -> Option<&mut Value> {
+    result.get_mut("content")?.get_mut(0)?.get_mut("text")
+}
+
 /// Validates structuredContent against the output schema and applies the summary template.
 fn finish(tool: &Tool, call: &Call, reply: Reply) -> Reply {
     let Reply::Result(mut result) = reply else {
@@ -226,7 +237,8 @@ fn finish(tool: &Tool, call: &Call, reply: Reply) -> Reply {
         &tool.output_validator,
         result.get("structuredContent"),
         is_error,
-    ) && let Some(err) = v.iter_errors(sc).next()
+    ) && !v.is_valid(sc)
+        && let Some(err) = v.iter_errors(sc).next()
     {
         let path = err.instance_path().to_string();
         let path = if path.is_empty() {
@@ -248,7 +260,8 @@ fn finish(tool: &Tool, call: &Call, reply: Reply) -> Reply {
     }
     // Summaries describe successes; business outcomes keep the binding's own error text.
     let business_error = result
-        .pointer("/structuredContent/messages")
+        .get("structuredContent")
+        .and_then(|s| s.get("messages"))
         .and_then(Value::as_array)
         .is_some_and(|m| {
             m.iter()
@@ -260,7 +273,7 @@ fn finish(tool: &Tool, call: &Call, reply: Reply) -> Reply {
     {
         match summary::render(env, sc, &call.args) {
             Ok(text) => {
-                if let Some(first) = result.pointer_mut("/content/0/text") {
+                if let Some(first) = first_text_mut(&mut result) {
                     *first = Value::String(text);
                     summarised = true;
                 }
@@ -273,7 +286,9 @@ fn finish(tool: &Tool, call: &Call, reply: Reply) -> Reply {
     // The binding left the success text to the summary (`text_later`); without one, the text
     // is the JSON of structuredContent, as for tools that have no summary.
     let placeholder = result
-        .pointer("/content/0/text")
+        .get("content")
+        .and_then(|c| c.get(0))
+        .and_then(|b| b.get("text"))
         .is_some_and(|t| t.as_str() == Some(""));
     if tool.summary.is_some()
         && !summarised
@@ -281,7 +296,7 @@ fn finish(tool: &Tool, call: &Call, reply: Reply) -> Reply {
         && let Some(json) = result
             .get("structuredContent")
             .and_then(|s| serde_json::to_string(s).ok())
-        && let Some(t) = result.pointer_mut("/content/0/text")
+        && let Some(t) = first_text_mut(&mut result)
     {
         *t = Value::String(json);
     }
