@@ -24,11 +24,6 @@ pub fn unknown_tool(name: &str) -> RpcError {
 
 /// Explains schema violations briefly (first three), with the argument path.
 fn violations(tool: &Tool, args: &Value) -> Option<String> {
-    // The yes/no check stops at the first failure and builds no error; the explanation is
-    // only collected for arguments that fail it.
-    if tool.input_validator.is_valid(args) {
-        return None;
-    }
     let errs: Vec<String> = tool
         .input_validator
         .iter_errors(args)
@@ -237,8 +232,7 @@ fn finish(tool: &Tool, call: &Call, reply: Reply) -> Reply {
         &tool.output_validator,
         result.get("structuredContent"),
         is_error,
-    ) && !v.is_valid(sc)
-        && let Some(err) = v.iter_errors(sc).next()
+    ) && let Some(err) = v.iter_errors(sc).next()
     {
         let path = err.instance_path().to_string();
         let path = if path.is_empty() {
