@@ -1291,6 +1291,34 @@ mod tests {
         }
     }
 
+    /// The shortcuts of the hot path answer as jaq does: `select` passing its input by
+    /// reference, member lookup by key comparison (small objects) and by hash (large ones),
+    /// ASCII slices by byte range next to non-ASCII ones by character.
+    #[test]
+    fn hot_path_shortcuts_match_jaq() {
+        let big: serde_json::Map<String, Value> =
+            (0..20).map(|i| (format!("k{i}"), json!(i))).collect();
+        let doc = json!({
+            "l": [{"free": true, "id": "a"}, {"free": false, "id": "b"}, {"id": "c"}],
+            "small": {"a": 1, "b": 2},
+            "big": big,
+            "t": "2026-12-01T09:00",
+            "u": "héllo wörld",
+        });
+        for code in [
+            "[.l[] | select(.free) | .id]",
+            "[.l[] | select(.free == false) | {id: .id}]",
+            "[.l[] | if .free then . else empty end]",
+            "[.l[] | select(.free) | select(.id == \"a\") | .id]",
+            ".small.a, .small.z, .big.k0, .big.k19, .big.missing",
+            ".big[\"k7\"], .small[\"b\"]",
+            ".t[11:13], .t[:4], .t[14:], .t[5:3], .t[3:100]",
+            ".u[1:4], .u[:1], .u[6:], .u[4:2]",
+        ] {
+            same(code, doc.clone());
+        }
+    }
+
     #[test]
     fn paths_literals_and_construction() {
         let doc = json!({"a": {"b": [1, 2, {"c": "x"}]}, "s": "héllo wörld", "n": null, "t": true});
