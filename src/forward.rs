@@ -216,6 +216,12 @@ fn reply_for(tool: &Tool, call: &Call, outcome: Outcome) -> Reply {
     finish(tool, call, reply)
 }
 
+/// The first content block's `text` (`/content/0/text`), reached without parsing a JSON
+/// pointer (which allocates for its escapes) on every call.
+fn first_text_mut(result: &mut Value) -> Option<&mut Value> {
+    result.get_mut("content")?.get_mut(0)?.get_mut("text")
+}
+
 /// Validates structuredContent against the output schema and applies the summary template.
 fn finish(tool: &Tool, call: &Call, reply: Reply) -> Reply {
     let Reply::Result(mut result) = reply else {
@@ -248,7 +254,8 @@ fn finish(tool: &Tool, call: &Call, reply: Reply) -> Reply {
     }
     // Summaries describe successes; business outcomes keep the binding's own error text.
     let business_error = result
-        .pointer("/structuredContent/messages")
+        .get("structuredContent")
+        .and_then(|s| s.get("messages"))
         .and_then(Value::as_array)
         .is_some_and(|m| {
             m.iter()
@@ -260,7 +267,7 @@ fn finish(tool: &Tool, call: &Call, reply: Reply) -> Reply {
     {
         match summary::render(env, sc, &call.args) {
             Ok(text) => {
-                if let Some(first) = result.pointer_mut("/content/0/text") {
+                if let Some(first) = first_text_mut(&mut result) {
                     *first = Value::String(text);
                     summarised = true;
                 }
@@ -273,7 +280,9 @@ fn finish(tool: &Tool, call: &Call, reply: Reply) -> Reply {
     // The binding left the success text to the summary (`text_later`); without one, the text
     // is the JSON of structuredContent, as for tools that have no summary.
     let placeholder = result
-        .pointer("/content/0/text")
+        .get("content")
+        .and_then(|c| c.get(0))
+        .and_then(|b| b.get("text"))
         .is_some_and(|t| t.as_str() == Some(""));
     if tool.summary.is_some()
         && !summarised
@@ -281,7 +290,7 @@ fn finish(tool: &Tool, call: &Call, reply: Reply) -> Reply {
         && let Some(json) = result
             .get("structuredContent")
             .and_then(|s| serde_json::to_string(s).ok())
-        && let Some(t) = result.pointer_mut("/content/0/text")
+        && let Some(t) = first_text_mut(&mut result)
     {
         *t = Value::String(json);
     }

@@ -498,7 +498,11 @@ impl Binding {
         ctx: &ToolCtx<'_>,
     ) -> Reply {
         let mut r = Map::new();
-        r.insert("content".into(), json!([{ "type": "text", "text": text }]));
+        // Built by hand: `json!` would copy `text` (for JSON texts, the whole answer again).
+        let mut block = Map::with_capacity(2);
+        block.insert("type".into(), Value::String("text".into()));
+        block.insert("text".into(), Value::String(text));
+        r.insert("content".into(), Value::Array(vec![Value::Object(block)]));
         if let Some(s) = structured {
             r.insert("structuredContent".into(), s);
         }

@@ -288,20 +288,15 @@ fn accepts(headers: &HeaderMap) -> (bool, bool) {
     let mut sse = false;
     for v in values {
         for part in v.split(',') {
-            let mt = part
-                .split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase();
-            match mt.as_str() {
-                "*/*" => {
-                    json = true;
-                    sse = true;
-                }
-                "application/*" | "application/json" => json = true,
-                "text/*" | "text/event-stream" => sse = true,
-                _ => {}
+            let mt = part.split(';').next().unwrap_or("").trim();
+            let is = |name: &str| mt.eq_ignore_ascii_case(name);
+            if is("*/*") {
+                json = true;
+                sse = true;
+            } else if is("application/*") || is("application/json") {
+                json = true;
+            } else if is("text/*") || is("text/event-stream") {
+                sse = true;
             }
         }
     }
@@ -769,11 +764,11 @@ impl Server {
         if let Some(key) = crate::auth::transport::response_signer() {
             sign_response(&mut r, status, &body, &key);
         }
-        if let (StatusCode::TOO_MANY_REQUESTS, Some(secs)) = (
-            status,
-            body.pointer("/error/data/retry_after")
-                .and_then(Value::as_u64),
-        ) {
+        if status == StatusCode::TOO_MANY_REQUESTS
+            && let Some(secs) = body
+                .pointer("/error/data/retry_after")
+                .and_then(Value::as_u64)
+        {
             r.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }

@@ -1,7 +1,7 @@
 //! JSON-RPC 2.0 envelopes: bounded parsing (size and nesting checked before serde), request /
 //! notification / response classification, error objects. It never interprets MCP methods.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 /// Standard JSON-RPC codes.
 pub const PARSE_ERROR: i64 = -32700;
@@ -145,9 +145,19 @@ pub fn classify(value: Value) -> Result<Message, Rejection> {
     }
 }
 
+/// The response envelope around `member` (`result` or `error`). `member` is moved in: the
+/// `json!` macro would copy it through `to_value`, a deep copy of every answer.
+fn envelope(id: &Value, key: &str, member: Value) -> Value {
+    let mut m = Map::with_capacity(3);
+    m.insert("jsonrpc".into(), Value::String("2.0".into()));
+    m.insert("id".into(), id.clone());
+    m.insert(key.into(), member);
+    Value::Object(m)
+}
+
 /// A success response.
 pub fn result(id: &Value, result: Value) -> Value {
-    json!({ "jsonrpc": "2.0", "id": id, "result": result })
+    envelope(id, "result", result)
 }
 
 /// An error response.
@@ -158,12 +168,13 @@ pub fn error(id: &Value, code: i64, message: &str, data: Option<Value>) -> Value
     if let Some(d) = data {
         err.insert("data".into(), d);
     }
-    json!({ "jsonrpc": "2.0", "id": id, "error": Value::Object(err) })
+    envelope(id, "error", Value::Object(err))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn classifies_messages() {

@@ -47,7 +47,7 @@ impl Level {
 /// The `progressToken` of a request (`params._meta.progressToken`): a string or an integer.
 pub fn progress_token(params: Option<&Value>) -> Option<Value> {
     params
-        .and_then(|p| p.pointer("/_meta/progressToken"))
+        .and_then(|p| p.get("_meta")?.get("progressToken"))
         .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
         .cloned()
 }
@@ -55,7 +55,7 @@ pub fn progress_token(params: Option<&Value>) -> Option<Value> {
 /// The 2026-07-28 per-request level (`_meta["io.modelcontextprotocol/logLevel"]`).
 pub fn request_level(params: Option<&Value>) -> Option<Level> {
     params
-        .and_then(|p| p.pointer("/_meta/io.modelcontextprotocol~1logLevel"))
+        .and_then(|p| p.get("_meta")?.get("io.modelcontextprotocol/logLevel"))
         .and_then(Value::as_str)
         .and_then(Level::parse)
 }

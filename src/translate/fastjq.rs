@@ -698,6 +698,20 @@ fn compare(op: Cmp, a: &Value, b: &Value) -> Result<bool, Stop> {
     })
 }
 
+/// Objects up to this size are searched by comparing keys: cheaper than hashing the key
+/// (SipHash) for the few-member objects backend answers are made of. Bounded, so it stays
+/// linear only in a small constant, whatever the input.
+const SCAN_MAX: usize = 8;
+
+/// `m[k]`, without hashing `k` when `m` is small. Same answer as `Map::get`: keys are unique.
+fn member<'a>(m: &'a Map<String, Value>, k: &str) -> Option<&'a Value> {
+    if m.len() <= SCAN_MAX {
+        m.iter().find(|(key, _)| key.as_str() == k).map(|(_, v)| v)
+    } else {
+        m.get(k)
+    }
+}
+
 /// `tostring` (and string interpolation) for the values whose text is unambiguous.
 fn to_text(v: &Value) -> Result<String, Stop> {
     match v {
@@ -775,6 +789,16 @@ impl Eval<'_> {
                 _ => self.steps(input, steps, input, out),
             },
             Expr::Pipe(l, r) => self.each_ref(l, input, &mut |v| self.each_ref(r, v, out)),
+            Expr::Empty => Ok(()),
+            // `select(c)` is `if c then . else empty end`: the input passes by reference.
+            Expr::If(branches, other) => {
+                for (cond, then) in branches {
+                    if self.holds(cond, input)? {
+                        return self.each_ref(then, input, out);
+                    }
+                }
+                self.each_ref(other, input, out)
+            }
             _ => self.each(e, input, &mut |v| out(&v)),
         }
     }
@@ -804,7 +828,7 @@ impl Eval<'_> {
         match step {
             Step::Try(inner) => self.step(cur, inner, true, rest, orig, out),
             Step::Field(k) => match cur {
-                Value::Object(m) => self.steps(m.get(k).unwrap_or(&NULL), rest, orig, out),
+                Value::Object(m) => self.steps(member(m, k).unwrap_or(&NULL), rest, orig, out),
                 Value::Null => self.steps(&NULL, rest, orig, out),
                 _ => miss(),
             },
@@ -828,7 +852,7 @@ impl Eval<'_> {
                 match (cur, &i) {
                     (Value::Null, _) => self.steps(&NULL, rest, orig, out),
                     (Value::Object(m), Value::String(k)) => {
-                        self.steps(m.get(k).unwrap_or(&NULL), rest, orig, out)
+                        self.steps(member(m, k).unwrap_or(&NULL), rest, orig, out)
                     }
                     // jaq looks any other key up in an object, and finds nothing.
                     (Value::Object(_), _) => self.steps(&NULL, rest, orig, out),
@@ -852,6 +876,13 @@ impl Eval<'_> {
                         let (s, e) = (bound(from, a.len())?, bound(to, a.len())?);
                         let (s, e) = (s.unwrap_or(0), e.unwrap_or(a.len()));
                         Value::Array(a.get(s..e.max(s)).unwrap_or_default().to_vec())
+                    }
+                    // ASCII text: characters are bytes, so the slice is a byte range.
+                    Value::String(text) if text.is_ascii() => {
+                        let n = text.len();
+                        let (s, e) = (bound(from, n)?, bound(to, n)?);
+                        let (s, e) = (s.unwrap_or(0), e.unwrap_or(n));
+                        Value::String(text.get(s..e.max(s)).unwrap_or_default().to_owned())
                     }
                     Value::String(text) => {
                         let n = text.chars().count();
@@ -986,23 +1017,27 @@ impl Eval<'_> {
             }
             Expr::If(branches, other) => {
                 for (cond, then) in branches {
-                    let c = if is_ref_path(cond) {
-                        let mut c = None;
-                        self.one_ref(cond, input, &mut |v| {
-                            c = Some(truthy(v));
-                            Ok(())
-                        })?;
-                        c.ok_or(Stop::Fallback)?
-                    } else {
-                        truthy(&self.one(cond, input)?)
-                    };
-                    if c {
+                    if self.holds(cond, input)? {
                         return self.each(then, input, out);
                     }
                 }
                 self.each(other, input, out)
             }
             Expr::Call(f, args) => self.builtin(*f, args, input, out),
+        }
+    }
+
+    /// The truth of an `if` condition (exactly one output, else jaq decides).
+    fn holds(&self, cond: &Expr, input: &Value) -> Result<bool, Stop> {
+        if is_ref_path(cond) {
+            let mut c = None;
+            self.one_ref(cond, input, &mut |v| {
+                c = Some(truthy(v));
+                Ok(())
+            })?;
+            c.ok_or(Stop::Fallback)
+        } else {
+            Ok(truthy(&self.one(cond, input)?))
         }
     }
 
@@ -1201,6 +1236,10 @@ fn is_ref_path(e: &Expr) -> bool {
         Expr::Id | Expr::Var(_) | Expr::Lit(_) => true,
         Expr::Path(root, _) => matches!(**root, Expr::Id | Expr::Var(_)),
         Expr::Pipe(l, r) => is_ref_path(l) && is_ref_path(r),
+        Expr::Empty => true,
+        Expr::If(branches, other) => {
+            branches.iter().all(|(_, then)| is_ref_path(then)) && is_ref_path(other)
+        }
         _ => false,
     }
 }
@@ -1249,6 +1288,34 @@ mod tests {
                 Err(Stop::Fallback),
                 "`{code}` on {input}: jaq says {e}"
             ),
+        }
+    }
+
+    /// The shortcuts of the hot path answer as jaq does: `select` passing its input by
+    /// reference, member lookup by key comparison (small objects) and by hash (large ones),
+    /// ASCII slices by byte range next to non-ASCII ones by character.
+    #[test]
+    fn hot_path_shortcuts_match_jaq() {
+        let big: serde_json::Map<String, Value> =
+            (0..20).map(|i| (format!("k{i}"), json!(i))).collect();
+        let doc = json!({
+            "l": [{"free": true, "id": "a"}, {"free": false, "id": "b"}, {"id": "c"}],
+            "small": {"a": 1, "b": 2},
+            "big": big,
+            "t": "2026-12-01T09:00",
+            "u": "héllo wörld",
+        });
+        for code in [
+            "[.l[] | select(.free) | .id]",
+            "[.l[] | select(.free == false) | {id: .id}]",
+            "[.l[] | if .free then . else empty end]",
+            "[.l[] | select(.free) | select(.id == \"a\") | .id]",
+            ".small.a, .small.z, .big.k0, .big.k19, .big.missing",
+            ".big[\"k7\"], .small[\"b\"]",
+            ".t[11:13], .t[:4], .t[14:], .t[5:3], .t[3:100]",
+            ".u[1:4], .u[:1], .u[6:], .u[4:2]",
+        ] {
+            same(code, doc.clone());
         }
     }
 
