@@ -103,6 +103,11 @@ enum Command {
         /// Prefix of every shared-state key (replica sets sharing one Redis need their own).
         #[arg(long, default_value = "portico", env = "PORTICO_STATE_PREFIX")]
         state_prefix: String,
+        /// Byte budget of the in-memory idempotency store (the stored answers' JSON text; the
+        /// least recently used records are evicted past it, and at most 100,000 keys). Not
+        /// used with --state, where Redis holds the records.
+        #[arg(long, default_value_t = portico::idempotency::DEFAULT_BUDGET, env = "PORTICO_IDEMPOTENCY_BYTES")]
+        idempotency_bytes: u64,
         /// PEM certificate chain: serve the MCP listener (and /webhooks) over TLS. Reloaded
         /// when the file changes. Needs --tls-key.
         #[arg(long, env = "PORTICO_TLS_CERT", requires = "tls_key")]
@@ -410,10 +415,12 @@ async fn main() -> ExitCode {
             webhook_journal,
             state,
             state_prefix,
+            idempotency_bytes,
             tls_cert,
             tls_key,
             otlp_endpoint,
         } => {
+            portico::idempotency::set_budget(idempotency_bytes);
             let otel = match init_tracing(log_format, otlp_endpoint.as_deref()) {
                 Ok(o) => o,
                 Err(e) => {
