@@ -225,6 +225,11 @@ enum Command {
         /// Prefix of every shared-state key (replica sets sharing one Redis need their own).
         #[arg(long, default_value = "portico", env = "PORTICO_STATE_PREFIX")]
         state_prefix: String,
+        /// Byte budget of the in-memory idempotency store (the stored answers' JSON text; the
+        /// least recently used records are evicted past it, and at most 100,000 keys). Not
+        /// used with --state, where Redis holds the records.
+        #[arg(long, default_value_t = portico::idempotency::DEFAULT_BUDGET, env = "PORTICO_IDEMPOTENCY_BYTES")]
+        idempotency_bytes: u64,
         #[command(flatten)]
         tls: TlsArgs,
         /// PEM CA certificate(s): ask TLS clients for a certificate and pass one this CA verifies
@@ -710,10 +715,12 @@ async fn main() -> ExitCode {
             webhook_journal,
             state,
             state_prefix,
+            idempotency_bytes,
             tls,
             tls_client_ca,
             otlp_endpoint,
         } => {
+            portico::idempotency::set_budget(idempotency_bytes);
             let stop_signal = shutdown_signal();
             let config = config.all();
             let otel = match start_tracing(log_format, otlp_endpoint.as_deref()) {

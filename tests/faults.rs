@@ -352,3 +352,176 @@ async fn plain_faults_yield_tool_errors_and_the_gateway_keeps_serving() {
 async fn autonym_faults_yield_registered_problems_and_the_gateway_keeps_serving() {
     faults_for("autonym").await;
 }
+
+// --- An upstream MCP server that drops its SSE stream in the middle of a result (facade path) ---
+
+/// Reads one HTTP request (head and `content-length` body); None at EOF.
+async fn read_request(s: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Value> {
+    let mut chunk = [0u8; 4096];
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            if buf.len() >= end + 4 + len {
+                let body: Vec<u8> = buf.drain(..end + 4 + len).skip(end + 4).collect();
+                return Some(serde_json::from_slice(&body).unwrap_or(Value::Null));
+            }
+        }
+        let n = s.read(&mut chunk).await.ok()?;
+        if n == 0 || buf.len() > 1 << 20 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// A raw 2026-07-28 MCP server on 127.0.0.1: `server/discover` answers JSON; `tools/call`
+/// answers an SSE stream that, by tool name, is cut after half of the response event:
+/// `chunked_cut` (FIN inside a chunked body, no last chunk), `eof_cut` (a close-delimited body
+/// that ends early), `reset` (RST); `ok` streams a whole result. Counts calls per tool.
+async fn dropping_mcp_server() -> (String, Arc<Log>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let log = Arc::new(Log::default());
+    let seen = log.clone();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            let log = seen.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                while let Some(req) = read_request(&mut s, &mut buf).await {
+                    let id = req["id"].clone();
+                    if req["method"] == "server/discover" {
+                        let body = json!({"jsonrpc": "2.0", "id": id, "result": {"supportedVersions": ["2026-07-28"]}}).to_string();
+                        let resp = format!("{OK_HEAD}content-length: {}\r\n\r\n{body}", body.len());
+                        if s.write_all(resp.as_bytes()).await.is_err() {
+                            return;
+                        }
+                        continue;
+                    }
+                    let tool = req["params"]["name"].as_str().unwrap_or("").to_string();
+                    *log.hits.lock().unwrap().entry(tool.clone()).or_default() += 1;
+                    let progress = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1}}\n\n";
+                    let result = json!({"jsonrpc": "2.0", "id": id, "result": {
+                        "content": [], "structuredContent": {"usp": {"version": "2026-08-20"}, "ok": true, "messages": []}}});
+                    let event = format!("event: message\ndata: {result}\n\n");
+                    let half = &event[..event.len() / 2];
+                    const SSE: &str = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n";
+                    match tool.as_str() {
+                        "chunked_cut" => {
+                            let resp = format!(
+                                "{SSE}transfer-encoding: chunked\r\n\r\n{:x}\r\n{progress}\r\n{:x}\r\n{half}",
+                                progress.len(),
+                                event.len()
+                            );
+                            let _ = s.write_all(resp.as_bytes()).await;
+                            let _ = s.shutdown().await;
+                            return;
+                        }
+                        "eof_cut" => {
+                            let resp = format!("{SSE}connection: close\r\n\r\n{progress}{half}");
+                            let _ = s.write_all(resp.as_bytes()).await;
+                            let _ = s.shutdown().await;
+                            return;
+                        }
+                        "reset" => {
+                            let resp = format!(
+                                "{SSE}transfer-encoding: chunked\r\n\r\n{:x}\r\n{progress}\r\n",
+                                progress.len()
+                            );
+                            let _ = s.write_all(resp.as_bytes()).await;
+                            let _ = s.flush().await;
+                            // Let the head and the first event reach the client, then reset
+                            // (linger 0: closing sends RST instead of FIN).
+                            tokio::time::sleep(Duration::from_millis(150)).await;
+                            #[allow(deprecated)]
+                            let _ = s.set_linger(Some(Duration::ZERO));
+                            return;
+                        }
+                        _ => {
+                            let body = format!("{progress}{event}");
+                            let resp = format!("{SSE}content-length: {}\r\n\r\n{body}", body.len());
+                            if s.write_all(resp.as_bytes()).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    });
+    (format!("http://{addr}/mcp"), log)
+}
+
+/// Fault injection (issue 9): the upstream MCP server drops its SSE stream in the middle of
+/// the result. The REST caller gets 502 problem+json ("answered something invalid", the
+/// facade's documented answer for a stream ending before the response); the call is not
+/// retried; the next call succeeds.
+#[tokio::test]
+async fn a_dropped_upstream_sse_stream_is_a_502_and_the_facade_keeps_serving() {
+    let (mcp_url, log) = dropping_mcp_server().await;
+    let dir = std::env::temp_dir().join(format!(
+        "portico-faults-facade-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("f.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "facade: test\nbinding: usp\nupstream:\n  url: {mcp_url}\n  timeout: 5s\nroutes:\n  POST /ok: ok\n  POST /chunked_cut: chunked_cut\n  POST /eof_cut: eof_cut\n  POST /reset: reset\n"
+        ),
+    )
+    .unwrap();
+    let f = portico::facade::config::load(&file).unwrap_or_else(|d| panic!("{d:?}"));
+    let running = portico::facade::http::start(f, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let c = reqwest::Client::new();
+    let post = |p: &str| {
+        let req = c.post(format!("{}{p}", running.url())).json(&json!({}));
+        async move {
+            let r = req.send().await.expect("the facade answers");
+            let status = r.status().as_u16();
+            let ct = r
+                .headers()
+                .get("content-type")
+                .map(|v| v.to_str().unwrap().to_string())
+                .unwrap_or_default();
+            (status, ct, r.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    let (status, _, body) = post("/ok").await;
+    assert_eq!((status, &body["ok"]), (200, &json!(true)), "{body}");
+    for fault in ["chunked_cut", "eof_cut", "reset"] {
+        let (status, ct, body) = post(&format!("/{fault}")).await;
+        assert_eq!(status, 502, "{fault}: {body}");
+        assert_eq!(ct, "application/problem+json", "{fault}");
+        assert_eq!(body["status"], 502, "{fault}: {body}");
+        let detail = body["detail"].as_str().unwrap_or_default();
+        // A reset that lands before the head was read (a very loaded machine) is a failed
+        // connection: also 502, documented with the same row.
+        assert!(
+            detail.starts_with("upstream MCP server answered something invalid")
+                || (fault == "reset" && detail.starts_with("upstream MCP server unreachable")),
+            "{fault}: {body}"
+        );
+        assert_eq!(
+            log.hits(fault),
+            1,
+            "{fault}: a call the server saw is never retried"
+        );
+        // The next call succeeds.
+        let (status, _, body) = post("/ok").await;
+        assert_eq!(
+            (status, &body["ok"]),
+            (200, &json!(true)),
+            "after {fault}: {body}"
+        );
+    }
+    assert_eq!(log.hits("ok"), 4);
+}

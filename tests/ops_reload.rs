@@ -263,3 +263,122 @@ async fn a_configmap_symlink_swap_is_picked_up() {
     until_listed(&client, &url, "the swapped-in tool is listed").await;
     gw.stop().await.unwrap();
 }
+
+/// Issue 9's soak saw RSS step up at each hot reload under load. This proves the reload itself
+/// leaves nothing behind: after each of several reloads made while a slow call, a keyed call
+/// and a 2025 GET stream are in flight on the old configuration, the old `Gateway` (and its
+/// tools and businesses) is freed once that work ends; nothing keeps it alive (no Arc cycle, no
+/// task of its own, no global cache).
+#[tokio::test]
+async fn a_replaced_configuration_is_freed_once_its_in_flight_work_ends() {
+    use portico::ops::reload::{ReloadStatus, reload_now};
+    use std::sync::{Arc, Weak};
+    let (addr, seen) = test_backend().await;
+    let dir = fixture_with_backend("gateway", &addr.to_string());
+    let file = dir.join("usp.yaml");
+    let gw = gateway(std::slice::from_ref(&file)).await;
+    let core = gw.server.core.clone();
+    let status = ReloadStatus::default();
+    let client = reqwest::Client::new();
+    let url = gw.mcp_url();
+    let meta = json!({"usp": {"profile": "https://agent.example/p.json"}});
+    let mut old: Vec<(
+        Weak<portico::config::Gateway>,
+        Weak<portico::config::Tool>,
+        Weak<portico::config::Business>,
+    )> = Vec::new();
+    for round in 0..5 {
+        let g = core.gateway.load_full();
+        let tool = g.tools.get("slow").expect("the fixture has `slow`");
+        old.push((
+            Arc::downgrade(&g),
+            Arc::downgrade(tool),
+            Arc::downgrade(&tool.business),
+        ));
+        drop(g);
+        // In flight on this configuration: a slow call (seen by the backend before the
+        // reload), a GET stream, then a keyed call.
+        let slow_seen = || {
+            seen.requests
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|r| r["path"].as_str().is_some_and(|p| p.contains("/slow/")))
+                .count()
+        };
+        let before = slow_seen();
+        let slow = {
+            let (client, url, meta) = (client.clone(), url.clone(), meta.clone());
+            tokio::spawn(async move {
+                call(&client, &url, "slow", json!({"ms": 300, "_meta": meta})).await
+            })
+        };
+        eventually("the backend saw the slow call", || {
+            let started = slow_seen() > before;
+            async move { started }
+        })
+        .await;
+        let (sid, _) = initialize(&client, &url, "2025-11-25").await;
+        let stream = client
+            .get(&url)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &sid)
+            .header("mcp-protocol-version", "2025-11-25")
+            .send()
+            .await
+            .expect("GET stream");
+        assert_eq!(stream.status(), 200);
+        let keyed = call(
+            &client,
+            &url,
+            "echo_post",
+            json!({"name": "x", "_meta": {"usp": {"profile": "https://agent.example/p.json", "idempotency_key": format!("k-{round}")}}}),
+        )
+        .await;
+        assert!(keyed.result().is_object(), "{}", keyed.text);
+
+        reload_now(&core, std::slice::from_ref(&file), &status).expect("the same files reload");
+        assert_eq!(status.report().generation, round + 1);
+        let after = call(
+            &client,
+            &url,
+            "echo_get",
+            json!({"id": "new", "_meta": meta}),
+        )
+        .await;
+        assert_eq!(after.sc()["path"], "/t/echo/items/new", "{}", after.text);
+
+        // The in-flight work ends: the slow call answers (a result, or the timeout error on a
+        // loaded machine: either way it ran on the old configuration), the stream is closed.
+        let answered = slow.await.expect("slow call task");
+        assert!(
+            answered.result().is_object() || answered.error_code().is_some(),
+            "{}",
+            answered.text
+        );
+        drop(stream);
+        let _ = client
+            .delete(&url)
+            .header("mcp-session-id", &sid)
+            .header("mcp-protocol-version", "2025-11-25")
+            .send()
+            .await;
+        let (g, t, b) = old.last().cloned().expect("pushed above");
+        eventually("the replaced configuration is freed", || {
+            let freed = g.upgrade().is_none() && t.upgrade().is_none() && b.upgrade().is_none();
+            async move { freed }
+        })
+        .await;
+    }
+    // Every replaced generation is gone; only the serving one is alive.
+    assert!(
+        old.iter()
+            .all(|(g, t, b)| g.strong_count() + t.strong_count() + b.strong_count() == 0)
+    );
+    assert_eq!(
+        Arc::strong_count(&core.gateway.load_full()),
+        2,
+        "the swap and this load"
+    );
+    gw.stop().await.unwrap();
+}

@@ -423,6 +423,36 @@ async fn redis_down_refuses_keyed_calls_and_webhooks_then_recovers() {
         202,
         "the refused webhook is accepted on retry"
     );
+    // The restarted Redis starts empty (this one keeps nothing on disk), and the store works
+    // as new: the key refused while Redis was down runs once on retry, then replays...
+    let before = hits(&seen);
+    let first = call(
+        &http,
+        &a.mcp,
+        "echo_post",
+        keyed(json!({"name": "x"}), "k-down"),
+    )
+    .await;
+    let again = call(
+        &http,
+        &a.mcp,
+        "echo_post",
+        keyed(json!({"name": "x"}), "k-down"),
+    )
+    .await;
+    assert!(first.body["result"].is_object(), "{}", first.text);
+    assert_eq!(first.body["result"], again.body["result"], "{}", again.text);
+    assert_eq!(
+        hits(&seen),
+        before + 1,
+        "one backend call for the refused key's retries"
+    );
+    // ...and webhook de-duplication is back: the same event id again is a duplicate.
+    assert_eq!(
+        webhook_to(&http, &key, &a, "hooks", "wh-down").await,
+        200,
+        "a resent event after the restart is acknowledged as a duplicate"
+    );
 }
 
 #[tokio::test]

@@ -617,14 +617,7 @@ async fn accepted_events_are_sent_on_signed_with_retries_and_dead_letters() {
         .clone()
         .expect("a signing key");
     // The record is written just after the last 503 is read; poll for it (10 s hang guard).
-    let mut dead = egress.dead_letters();
-    for _ in 0..2000 {
-        if !dead.is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-        dead = egress.dead_letters();
-    }
+    let dead = dead_letters(&egress, 1).await;
     assert_eq!(dead.len(), 1);
     assert_eq!(dead[0].url, format!("http://{recv_addr}/dead"));
     assert_eq!(dead[0].attempts, 3);
@@ -849,4 +842,115 @@ webhooks:
         assert!(d.line.is_some() && d.hint.is_some(), "{d:?}");
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A receiver that accepts connections and reads requests but never answers; counts accepts.
+async fn hanging_receiver() -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use tokio::io::AsyncReadExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 4096];
+                // Read until the client gives up (closes); never write a byte.
+                while let Ok(n) = s.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    (addr, accepted)
+}
+
+/// The egress's dead letters once there are at least `n` (polled; a 15 s hang guard).
+async fn dead_letters(
+    egress: &portico::webhook::egress::Egress,
+    n: usize,
+) -> Vec<portico::webhook::egress::DeadLetter> {
+    let mut dead = egress.dead_letters();
+    for _ in 0..3000 {
+        if dead.len() >= n {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        dead = egress.dead_letters();
+    }
+    dead
+}
+
+/// The next delivery a receiver got (10 s hang guard).
+async fn next(r: &mut tokio::sync::mpsc::UnboundedReceiver<Received>) -> Received {
+    tokio::time::timeout(Duration::from_secs(10), r.recv())
+        .await
+        .expect("a delivery within 10 s (hang guard)")
+        .expect("receiver alive")
+}
+
+/// Fault injection (issue 9): a receiver that hangs. Each attempt ends at the policy's
+/// `timeout`, is retried on the schedule and the delivery ends as a dead letter whose error is
+/// `timeout`; meanwhile deliveries of the same and later events to a healthy receiver are not
+/// held up, and the ingress keeps accepting webhooks.
+#[tokio::test]
+async fn a_hanging_receiver_times_out_into_a_dead_letter_without_blocking_others() {
+    let (hang_addr, accepted) = hanging_receiver().await;
+    let (ok_addr, mut received) = hook_receiver(|_| 200).await;
+    let (keys, file) = egress_mapping(
+        &[
+            format!("http://{hang_addr}/hang"),
+            format!("http://{ok_addr}/ok"),
+        ],
+        "{ initial: 20ms, retries: 2, max_total: 10s, timeout: 300ms }",
+    );
+    let env = Env {
+        gw: gateway(&[file]).await,
+        http: reqwest::Client::new(),
+        keys,
+    };
+    let event_of = |r: &Received| {
+        serde_json::from_slice::<Value>(&r.body).unwrap()["event_id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(env.good("wh-hang-1", "A-1").await.0, 202);
+    assert_eq!(event_of(&next(&mut received).await), "wh-hang-1");
+    // While the first event's delivery to /hang is still waiting, a second event is accepted
+    // and reaches the healthy receiver.
+    assert_eq!(env.good("wh-hang-2", "A-2").await.0, 202);
+    assert_eq!(event_of(&next(&mut received).await), "wh-hang-2");
+    let egress = env
+        .gw
+        .server
+        .webhooks
+        .egress
+        .clone()
+        .expect("a signing key");
+    // Both deliveries to /hang end as dead letters after three timed-out attempts (polled, with
+    // a hang guard: 3 × 300 ms plus the schedule each).
+    let dead = dead_letters(&egress, 2).await;
+    assert_eq!(dead.len(), 2, "{dead:?}");
+    let mut ids: Vec<&str> = dead.iter().map(|d| d.event_id.as_str()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["wh-hang-1", "wh-hang-2"]);
+    for d in &dead {
+        assert_eq!(d.url, format!("http://{hang_addr}/hang"));
+        assert_eq!(d.attempts, 3);
+        assert_eq!(d.last_error, "timeout");
+    }
+    // Each attempt was a connection of its own (a timed-out one is never reused).
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 6);
+    // The healthy receiver got each event exactly once, and portico keeps serving.
+    assert!(received.try_recv().is_err(), "no duplicate delivery to /ok");
+    assert_eq!(env.good("wh-hang-3", "A-3").await.0, 202);
+    assert_eq!(event_of(&next(&mut received).await), "wh-hang-3");
+    env.gw.stop().await.unwrap();
 }

@@ -260,12 +260,13 @@ async fn oauth(policy: &Policy, token: &str) -> Result<Principal, Refusal> {
         return Err(Refusal::invalid("bearer token: wrong audience"));
     }
     match num("exp") {
-        Some(exp) if exp + o.leeway > t => {}
+        Some(exp) if exp.saturating_add(o.leeway) > t => {}
         Some(_) => return Err(Refusal::invalid("bearer token: expired")),
         None => return Err(Refusal::invalid("bearer token: no `exp`")),
     }
-    if num("nbf").is_some_and(|nbf| nbf - o.leeway > t)
-        || num("iat").is_some_and(|iat| iat - o.leeway > t)
+    // Saturating: a signed token may carry any i64 (no overflow panic on extreme values).
+    if num("nbf").is_some_and(|nbf| nbf.saturating_sub(o.leeway) > t)
+        || num("iat").is_some_and(|iat| iat.saturating_sub(o.leeway) > t)
     {
         return Err(Refusal::invalid("bearer token: not valid yet"));
     }

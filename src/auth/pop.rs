@@ -191,7 +191,8 @@ pub fn verify(proof: &str, e: &Expect<'_>) -> Result<Verified, PopError> {
         .get("iat")
         .and_then(Value::as_i64)
         .ok_or(PopError::Invalid("`iat` must be an integer"))?;
-    if (iat - e.now).abs() > IAT_WINDOW {
+    // `abs_diff`: a signed proof may carry any i64 (`iat - now` overflowed for i64::MIN).
+    if iat.abs_diff(e.now) > IAT_WINDOW.unsigned_abs() {
         return Err(PopError::Invalid("`iat` is outside the accepted window"));
     }
     let jti = text("jti")
@@ -207,4 +208,54 @@ pub fn verify(proof: &str, e: &Expect<'_>) -> Result<Verified, PopError> {
         jti: jti.to_string(),
         nonce,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::webhook::keys::{Alg, SigningKey};
+    use serde_json::json;
+
+    /// A proof signed with a fresh key whose claims are `claims`.
+    fn proof(claims: Value) -> String {
+        let key = SigningKey::generate(Alg::Ed25519, "t").expect("key");
+        let jwk = key.verifying_key().jwk();
+        let header = json!({"typ": TYP, "alg": "EdDSA", "jwk": {"kty": "OKP", "crv": "Ed25519", "x": jwk["x"]}});
+        super::super::jws::sign(&header, &claims, &key).expect("sign")
+    }
+
+    /// Regression (found while writing the `jws` fuzz target): `iat - now` overflowed, a panic
+    /// in debug builds, for a validly signed proof with `iat` near i64::MIN or i64::MAX.
+    #[test]
+    fn an_extreme_iat_is_refused_not_a_panic() {
+        let aud = vec!["https://b.example/.well-known/usp".to_string()];
+        let at_now = |audiences| Expect {
+            method: "m",
+            usp_p: "p",
+            audiences,
+            jkt: None,
+            credential: None,
+            now: 1_789_200_000,
+        };
+        for iat in [i64::MIN, i64::MIN + 1, i64::MAX] {
+            let p =
+                proof(json!({"usp_m": "m", "usp_p": "p", "aud": aud[0], "iat": iat, "jti": "j"}));
+            let e = at_now(&aud);
+            assert_eq!(
+                verify(&p, &e),
+                Err(PopError::Invalid("`iat` is outside the accepted window"))
+            );
+            // And with the clock itself at an extreme.
+            let e = Expect {
+                now: -iat.saturating_add(1),
+                ..e
+            };
+            assert!(verify(&p, &e).is_err());
+        }
+        // The window itself still accepts.
+        let p = proof(
+            json!({"usp_m": "m", "usp_p": "p", "aud": aud[0], "iat": 1_789_200_030, "jti": "j"}),
+        );
+        assert!(verify(&p, &at_now(&aud)).is_ok());
+    }
 }

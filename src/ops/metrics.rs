@@ -57,6 +57,10 @@ pub const BREAKER_TRANSITIONS: &str = "portico_breaker_transitions_total";
 /// Circuit breaker state by business: 0 closed, 1 open, 2 half-open.
 pub const BREAKER_STATE: &str = "portico_breaker_state";
 
+/// Idempotency records evicted from the in-memory store for its key or byte bound (a retry of
+/// an evicted key reaches the backend again).
+pub const IDEMPOTENCY_EVICTIONS: &str = "portico_idempotency_evictions_total";
+
 /// TLS certificate reloads by result (`applied`, `refused`).
 pub const TLS_RELOADS: &str = "portico_tls_reloads_total";
 
@@ -125,6 +129,10 @@ fn describe() {
         "backend request latency (connect, send, read the body)"
     );
     describe_gauge!(SSE_CLIENTS, "open SSE streams");
+    describe_counter!(
+        IDEMPOTENCY_EVICTIONS,
+        "idempotency records evicted from the in-memory store for its key count or byte budget (least recently used first)"
+    );
     describe_counter!(RELOADS, "configuration reloads applied");
     describe_counter!(
         RELOAD_FAILURES,
@@ -344,6 +352,11 @@ pub fn reload(ok: bool, tools: usize) {
     }
     gauge!(RELOAD_OK).set(if ok { 1.0 } else { 0.0 });
     gauge!(TOOLS).set(tools as f64);
+}
+
+/// Counts one idempotency record evicted for the in-memory store's bounds.
+pub fn idempotency_evicted() {
+    counter!(IDEMPOTENCY_EVICTIONS).increment(1);
 }
 
 /// Counts one received webhook by business and result.

@@ -1,6 +1,6 @@
 //! The last few `tools/call`s of the process (business, tool, outcome, status, latency) for the
 //! status page, in a fixed ring of atomically swapped slots. It must never lock on the request
-//! path nor keep arguments, results or headers (only names and numbers).
+//! path nor keep arguments, results, headers or configuration objects (only names and numbers).
 
 use crate::config::Tool;
 use arc_swap::ArcSwapOption;
@@ -18,8 +18,11 @@ pub struct RecentCall {
     pub seq: u64,
     /// Milliseconds since the epoch when it finished.
     pub at_ms: u64,
-    /// The tool (names only are shown; it holds no call data).
-    pub tool: Arc<Tool>,
+    /// The business's name.
+    pub business: String,
+    /// The tool's name. Names, not the `Arc<Tool>`: a tool holds its business (backend client,
+    /// connection pool, validators), which a hot reload must be able to free.
+    pub tool: String,
     pub outcome: &'static str,
     /// The HTTP status portico answered with.
     pub status: u16,
@@ -38,7 +41,7 @@ static RING: LazyLock<Ring> = LazyLock::new(|| Ring {
     slots: (0..SIZE).map(|_| ArcSwapOption::empty()).collect(),
 });
 
-/// Records a finished call (one small allocation, no lock).
+/// Records a finished call (small allocations, no lock).
 pub fn record(
     tool: &Arc<Tool>,
     outcome: &'static str,
@@ -54,7 +57,8 @@ pub fn record(
     let call = RecentCall {
         seq,
         at_ms,
-        tool: tool.clone(),
+        business: tool.business.name.clone(),
+        tool: tool.name.clone(),
         outcome,
         status,
         rpc_code,

@@ -175,8 +175,8 @@ pub fn render(d: &StatusData<'_>) -> String {
                 "<tr><td>{}.{:03}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{:.1} ms</td></tr>",
                 utc(c.at_ms / 1000),
                 c.at_ms % 1000,
-                esc(&c.tool.business.name),
-                esc(&c.tool.name),
+                esc(&c.business),
+                esc(&c.tool),
                 badge(c.outcome),
                 c.status,
                 if c.rpc_code == 0 {

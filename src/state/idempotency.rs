@@ -40,7 +40,7 @@ if ARGV[2] == '' then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1],
 return 1
 "#;
 
-fn reply_json(reply: &Reply) -> Value {
+pub(crate) fn reply_json(reply: &Reply) -> Value {
     match reply {
         Reply::Result(r) => json!({ "result": r }),
         Reply::Error(e) => json!({ "error": {
@@ -49,7 +49,7 @@ fn reply_json(reply: &Reply) -> Value {
     }
 }
 
-fn reply_from(v: &Value) -> Option<Reply> {
+pub(crate) fn reply_from(v: &Value) -> Option<Reply> {
     if let Some(r) = v.get("result") {
         return Some(Reply::Result(r.clone()));
     }

@@ -437,41 +437,22 @@ impl McpUpstream {
     /// Reads SSE events until the JSON-RPC response with `id`; notifications before it are
     /// skipped. Returning drops the stream (closing it is the 2026-07-28 cancellation).
     async fn read_sse(&self, mut resp: reqwest::Response, id: u64) -> Result<Value, McpError> {
-        let mut buf: Vec<u8> = Vec::new();
-        let mut read = 0usize;
+        let mut reader = SseReader::new(id, self.opts.max_response_bytes);
         loop {
-            while let Some(end) = event_end(&buf) {
-                let event: Vec<u8> = buf.drain(..end.0).collect();
-                buf.drain(..end.1 - end.0);
-                if let Some(msg) = sse_data(&event)
-                    && msg.get("id").and_then(Value::as_u64) == Some(id)
-                    && (msg.get("result").is_some() || msg.get("error").is_some())
-                {
-                    // Servers close the stream after the response; reading its end lets the
-                    // connection go back to the pool. One that keeps it open loses the connection.
-                    let _ = tokio::time::timeout(STREAM_END_WAIT, async {
-                        while let Ok(Some(_)) = resp.chunk().await {}
-                    })
-                    .await;
-                    return Ok(msg);
-                }
-            }
             match resp.chunk().await.map_err(transport_error)? {
                 Some(chunk) => {
-                    read += chunk.len();
-                    if read > self.opts.max_response_bytes {
-                        return Err(McpError::BadResponse(format!(
-                            "the event stream passed {} bytes without the response",
-                            self.opts.max_response_bytes
-                        )));
+                    if let Some(msg) = reader.push(&chunk)? {
+                        // Servers close the stream after the response; reading its end lets
+                        // the connection go back to the pool. One that keeps it open loses
+                        // the connection.
+                        let _ = tokio::time::timeout(STREAM_END_WAIT, async {
+                            while let Ok(Some(_)) = resp.chunk().await {}
+                        })
+                        .await;
+                        return Ok(msg);
                     }
-                    buf.extend_from_slice(&chunk);
                 }
-                None => {
-                    return Err(McpError::BadResponse(
-                        "the event stream ended without the response".into(),
-                    ));
-                }
+                None => return Err(reader.ended()),
             }
         }
     }
@@ -503,6 +484,73 @@ pub(super) fn envelope(era: &Era, id: u64, method: &str, params: &Value) -> Valu
         }
     }
     json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
+}
+
+/// The SSE side of one exchange, fed chunk by chunk: finds the JSON-RPC response with `id`
+/// (notifications and other events before it are skipped) and holds at most `limit` bytes of
+/// stream. Synchronous, so the fuzz target drives it with arbitrary chunk boundaries.
+#[derive(Debug)]
+pub struct SseReader {
+    id: u64,
+    limit: usize,
+    /// Bytes not yet part of a complete event.
+    buf: Vec<u8>,
+    /// How far `buf` has been searched for an event end (so each byte is scanned about once).
+    scanned: usize,
+    /// Bytes of stream read so far.
+    read: usize,
+}
+
+impl SseReader {
+    pub fn new(id: u64, limit: usize) -> SseReader {
+        SseReader {
+            id,
+            limit,
+            buf: Vec::new(),
+            scanned: 0,
+            read: 0,
+        }
+    }
+
+    /// Adds `chunk`; `Ok(Some(message))` once the response with the reader's id is complete,
+    /// an error once the stream passes the limit without it.
+    pub fn push(&mut self, chunk: &[u8]) -> Result<Option<Value>, McpError> {
+        self.read = self.read.saturating_add(chunk.len());
+        if self.read > self.limit {
+            return Err(McpError::BadResponse(format!(
+                "the event stream passed {} bytes without the response",
+                self.limit
+            )));
+        }
+        self.buf.extend_from_slice(chunk);
+        // A terminator may straddle the previous chunk's end: rescan its last 3 bytes.
+        let mut from = self.scanned.saturating_sub(3);
+        while let Some((len, with_blank)) = event_end(&self.buf[from..]) {
+            let (len, with_blank) = (from + len, from + with_blank);
+            let msg = sse_data(&self.buf[..len]);
+            self.buf.drain(..with_blank);
+            from = 0;
+            if let Some(msg) = msg
+                && msg.get("id").and_then(Value::as_u64) == Some(self.id)
+                && (msg.get("result").is_some() || msg.get("error").is_some())
+            {
+                self.scanned = 0;
+                return Ok(Some(msg));
+            }
+        }
+        self.scanned = self.buf.len();
+        Ok(None)
+    }
+
+    /// Bytes held, waiting for the end of an event (never more than the limit).
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// The error for a stream that ended before the response.
+    pub fn ended(&self) -> McpError {
+        McpError::BadResponse("the event stream ended without the response".into())
+    }
 }
 
 /// Sends `notifications/cancelled` (session era) for a call that timed out or was dropped.
@@ -643,6 +691,49 @@ mod tests {
             sse_data(ok),
             Some(json!({"jsonrpc":"2.0","id":3,"result":{}}))
         );
+    }
+
+    #[test]
+    fn the_sse_reader_is_independent_of_chunk_boundaries() {
+        let stream = b": ping\r\n\r\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\nevent: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\r\ndata: \"result\":{\"ok\":1}}\r\n\r\ntrailing";
+        let whole = {
+            let mut r = SseReader::new(7, 4096);
+            r.push(stream).unwrap()
+        };
+        assert_eq!(
+            whole,
+            Some(json!({"jsonrpc":"2.0","id":7,"result":{"ok":1}}))
+        );
+        // Every single cut point, including inside a CRLF CRLF terminator.
+        for cut in 0..stream.len() {
+            let mut r = SseReader::new(7, 4096);
+            let a = r.push(&stream[..cut]).unwrap();
+            let got = match a {
+                Some(m) => Some(m),
+                None => r.push(&stream[cut..]).unwrap(),
+            };
+            assert_eq!(got, whole, "cut at {cut}");
+        }
+        // One byte at a time.
+        let mut r = SseReader::new(7, 4096);
+        let mut got = None;
+        for b in stream {
+            if let Some(m) = r.push(std::slice::from_ref(b)).unwrap() {
+                got = Some(m);
+                break;
+            }
+        }
+        assert_eq!(got, whole);
+    }
+
+    #[test]
+    fn the_sse_reader_stops_at_its_limit() {
+        let mut r = SseReader::new(1, 100);
+        assert_eq!(r.push(&[b'x'; 60]).unwrap(), None);
+        assert_eq!(r.buffered(), 60);
+        let e = r.push(&[b'x'; 41]).unwrap_err();
+        assert!(matches!(e, McpError::BadResponse(m) if m.contains("100 bytes")));
+        assert!(r.buffered() <= 100);
     }
 
     #[test]
