@@ -270,7 +270,9 @@ pub async fn serve(
                 let facade = facade.clone();
                 let svc = hyper::service::service_fn(move |req| {
                     let facade = facade.clone();
-                    async move { Ok::<_, Infallible>(handle(&facade, req).await) }
+                    // Boxed, as on the MCP listener: an idle keep-alive connection does not
+                    // carry the size of a request's future.
+                    Box::pin(async move { Ok::<_, Infallible>(handle(&facade, req).await) })
                 });
                 let Some(tls) = tls.clone() else {
                     let conn = graceful.watch(Builder::new(TokioExecutor::new()).serve_connection(TokioIo::new(stream), svc).into_owned());

@@ -1367,7 +1367,11 @@ pub async fn serve(
                         if let Some(c) = &cert {
                             req.extensions_mut().insert(c.clone());
                         }
-                        async move { Ok::<_, Infallible>(server.handle(req).await) }
+                        // Boxed: the request's future (the whole call pipeline) lives on the
+                        // heap only while a request runs, not inline in every connection's
+                        // task, so an idle keep-alive connection or an open SSE stream does not
+                        // carry its size.
+                        Box::pin(async move { Ok::<_, Infallible>(server.handle(req).await) })
                     })
                 };
                 let Some(tls) = tls else {
