@@ -1218,8 +1218,9 @@ impl Eval<'_> {
     }
 }
 
-/// `-?[0-9]+` (leading zeros included, as jaq reads them; not a negative zero): the strings
-/// whose `tonumber` is a machine integer, unambiguously.
+/// `-?[0-9]+` (leading zeros included when positive, as jaq reads them; not a negative zero,
+/// nor a negative with a leading zero, which jaq reads as 0): the strings whose `tonumber` is
+/// a machine integer, unambiguously.
 fn canonical_int(s: &str) -> bool {
     let (neg, digits) = match s.strip_prefix('-') {
         Some(d) => (true, d),
@@ -1228,7 +1229,7 @@ fn canonical_int(s: &str) -> bool {
     !digits.is_empty()
         && digits.len() <= 18
         && digits.bytes().all(|c| c.is_ascii_digit())
-        && !(neg && digits.bytes().all(|c| c == b'0'))
+        && !(neg && digits.starts_with('0'))
 }
 
 fn is_ref_path(e: &Expr) -> bool {
@@ -1288,6 +1289,26 @@ mod tests {
                 Err(Stop::Fallback),
                 "`{code}` on {input}: jaq says {e}"
             ),
+        }
+    }
+
+    /// Found by the `transform` fuzz target in a 10-minute run: jaq reads a negative number
+    /// string with a leading zero as 0, where the native `tonumber` read -1111111111151110.
+    /// Such strings are left to jaq, so the answer is jaq's.
+    #[test]
+    fn a_negative_number_string_with_a_leading_zero_is_left_to_jaq() {
+        for s in ["-01111111111151110", "-01", "-00"] {
+            let input = json!({"x": "c", "code": s});
+            assert_eq!(
+                native(".code | tonumber", &input),
+                Err(Stop::Fallback),
+                "{s}"
+            );
+            assert!(reference(".code | tonumber", &input).is_ok(), "{s}");
+        }
+        // The forms the native evaluator keeps still equal jaq.
+        for s in ["-1", "09", "0", "-4", "123456789012345678"] {
+            same(".code | tonumber", json!({"code": s}));
         }
     }
 
