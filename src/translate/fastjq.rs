@@ -576,6 +576,13 @@ fn as_f(n: N) -> f64 {
 
 fn arith(op: Math, l: Value, r: Value) -> Result<Value, Stop> {
     match (op, l, r) {
+        // A number neither i64 nor f64 (an integer past i64::MAX) is left to jaq, which turns
+        // it into a float when it adds it (found by the `transform` fuzz target).
+        (Math::Add, Value::Null, r @ Value::Number(_))
+        | (Math::Add, r @ Value::Number(_), Value::Null) => {
+            num(&r)?;
+            Ok(r)
+        }
         (Math::Add, Value::Null, r) => Ok(r),
         (Math::Add, l, Value::Null) => Ok(l),
         (Math::Add, Value::String(mut a), Value::String(b)) => {
@@ -1310,6 +1317,19 @@ mod tests {
         for s in ["-1", "09", "0", "-4", "123456789012345678"] {
             same(".code | tonumber", json!({"code": s}));
         }
+    }
+
+    /// Found by the `transform` fuzz target in its second 10-minute run: `add` over an
+    /// integer past i64::MAX kept it exact natively, jaq answers a float. Left to jaq now.
+    #[test]
+    fn adding_an_integer_past_i64_is_left_to_jaq() {
+        let input = json!({"l": [11111111111111111111u64], "n": 11111111111111111111u64});
+        for code in [".l | add", "null + .n", ".n + null"] {
+            assert_eq!(native(code, &input), Err(Stop::Fallback), "{code}");
+            assert!(reference(code, &input).is_ok(), "{code}");
+        }
+        same(".l | add", json!({"l": [1, 2.5, null]}));
+        same("null + .n", json!({"n": 7}));
     }
 
     /// The shortcuts of the hot path answer as jaq does: `select` passing its input by
