@@ -32,14 +32,6 @@ extern "C" fn lazy_arena_commit() {
 #[unsafe(link_section = ".init_array")]
 static LAZY_ARENA_COMMIT: extern "C" fn() = lazy_arena_commit;
 
-/// Gives the memory freed after loading a configuration (schema and jq compilation scratch)
-/// back to the OS at once, instead of after mimalloc's purge delay: the resident set of an
-/// idle sidecar is what its pod is sized by.
-fn release_freed_memory() {
-    // SAFETY: mi_collect only walks mimalloc's own heaps; it has no preconditions.
-    unsafe { libmimalloc_sys::mi_collect(true) };
-}
-
 /// The exit codes of every subcommand, in one place (README "Exit codes" documents this table).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Exit {
@@ -470,7 +462,7 @@ fn load_config(paths: &[PathBuf]) -> Option<portico::config::Gateway> {
             for w in &g.warnings {
                 tracing::warn!("{w}");
             }
-            release_freed_memory();
+            portico::ops::release_freed_memory();
             Some(g)
         }
         Err(ds) => {

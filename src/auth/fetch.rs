@@ -90,8 +90,20 @@ fn transport(e: reqwest::Error, limits: &Limits) -> FetchError {
     }
 }
 
-/// GETs `url` within `limits`; the body bytes of a 2xx answer.
-pub async fn get(url: &str, limits: &Limits) -> Result<Vec<u8>, FetchError> {
+/// A URL another party named, checked: where portico may send a request to it.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub url: url::Url,
+    /// The host without IPv6 brackets.
+    pub host: String,
+    /// The first address the host resolved to, all of which passed the check.
+    pub addr: SocketAddr,
+}
+
+/// Checks a URL another party named (a JWK Set, a profile, a profile's `webhook_url`): https
+/// unless its host is in `limits.allow_hosts`, and resolving only to public addresses unless
+/// allowed. One rule for every such URL, so none of them can aim portico at its own network.
+pub async fn check_target(url: &str, limits: &Limits) -> Result<Target, FetchError> {
     let u = url::Url::parse(url).map_err(|_| FetchError::BadUrl)?;
     let host = u.host_str().ok_or(FetchError::BadUrl)?.to_string();
     let bare = host
@@ -119,6 +131,20 @@ pub async fn get(url: &str, limits: &Limits) -> Result<Vec<u8>, FetchError> {
     if !allowed && addrs.iter().any(|a| special_use(a.ip())) {
         return Err(FetchError::PrivateAddress(host));
     }
+    Ok(Target {
+        url: u,
+        host: bare,
+        addr,
+    })
+}
+
+/// GETs `url` within `limits`; the body bytes of a 2xx answer.
+pub async fn get(url: &str, limits: &Limits) -> Result<Vec<u8>, FetchError> {
+    let Target {
+        url: u,
+        host: bare,
+        addr,
+    } = check_target(url, limits).await?;
     // The connection goes to the address just checked (no second lookup to rebind).
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())

@@ -15,6 +15,7 @@
 //! event for the booking is also sent to the profile's `webhook_url`, read from the profile
 //! document (fetched with `auth::fetch`'s limits, cached for [`PROFILE_TTL`]).
 
+use crate::auth::fetch::Limits;
 use crate::model::Outcome;
 use crate::webhook::egress::{Egress, RetryPolicy};
 use serde_json::Value;
@@ -35,11 +36,11 @@ pub const PROFILE_TTL: Duration = Duration::from_secs(300);
 pub struct Platforms {
     bookings: Mutex<(HashMap<String, String>, VecDeque<String>)>,
     urls: Mutex<HashMap<String, (Option<url::Url>, Instant)>>,
-    limits: crate::auth::fetch::Limits,
+    limits: Limits,
 }
 
 impl Platforms {
-    pub fn new(limits: crate::auth::fetch::Limits) -> Self {
+    pub fn new(limits: Limits) -> Self {
         Platforms {
             bookings: Mutex::new((HashMap::new(), VecDeque::new())),
             urls: Mutex::new(HashMap::new()),
@@ -112,42 +113,17 @@ impl Platforms {
             .get("webhook_url")
             .and_then(Value::as_str)
             .ok_or("the profile has no `webhook_url`")?;
-        acceptable_target(raw, &self.limits.allow_hosts).await
+        acceptable_target(raw, &self.limits).await
     }
 }
 
-/// A webhook URL a profile may name: https (plain http only for an allowed host), never a
-/// private, loopback or link-local address unless its host is allowed.
-async fn acceptable_target(raw: &str, allow_hosts: &[String]) -> Result<url::Url, String> {
-    let u = url::Url::parse(raw).map_err(|_| format!("`{raw}` is not a URL"))?;
-    let host = u
-        .host_str()
-        .ok_or("the webhook_url has no host")?
-        .to_string();
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    let allowed = allow_hosts.iter().any(|h| h == &host || h == bare);
-    match u.scheme() {
-        "https" => {}
-        "http" if allowed => {}
-        _ => return Err("the webhook_url must be https".into()),
-    }
-    if !allowed {
-        let port = u.port_or_known_default().unwrap_or(443);
-        let addrs: Vec<std::net::SocketAddr> = tokio::net::lookup_host((bare, port))
-            .await
-            .map_err(|_| format!("`{host}` could not be resolved"))?
-            .collect();
-        if addrs.is_empty()
-            || addrs
-                .iter()
-                .any(|a| crate::auth::fetch::special_use(a.ip()))
-        {
-            return Err(format!(
-                "`{host}` resolves to a private, loopback or link-local address"
-            ));
-        }
-    }
-    Ok(u)
+/// A webhook URL a profile may name: the same rule as every URL another party names
+/// (`auth::fetch::check_target`: https, public addresses, unless the host is allowed).
+async fn acceptable_target(raw: &str, limits: &Limits) -> Result<url::Url, String> {
+    crate::auth::fetch::check_target(raw, limits)
+        .await
+        .map(|t| t.url)
+        .map_err(|e| format!("webhook_url `{raw}`: {e}"))
 }
 
 /// Compiled `notifications:` of a facade file.
@@ -341,7 +317,10 @@ mod tests {
 
     #[tokio::test]
     async fn a_profile_may_not_aim_webhooks_at_private_or_plain_http_targets() {
-        let allowed = ["127.0.0.1".to_string()];
+        let allowed = Limits {
+            allow_hosts: vec!["127.0.0.1".to_string()],
+            ..Limits::default()
+        };
         assert!(
             acceptable_target("http://127.0.0.1:9/h", &allowed)
                 .await
@@ -356,9 +335,11 @@ mod tests {
                 "private, loopback or link-local",
             ),
             ("https://[::1]/h", "private, loopback or link-local"),
-            ("not a url", "is not a URL"),
+            ("not a url", "is not valid"),
         ] {
-            let e = acceptable_target(url, &[]).await.expect_err(url);
+            let e = acceptable_target(url, &Limits::default())
+                .await
+                .expect_err(url);
             assert!(e.contains(why), "{url}: {e}");
         }
     }

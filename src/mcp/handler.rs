@@ -456,6 +456,37 @@ pub async fn handle_with(
 mod tests {
     use super::*;
 
+    /// Each layer of the call pipeline may add its own few locals, never a second copy of the
+    /// layer below. An `async fn` that takes a future and awaits it holds it twice; two such
+    /// wrappers (credentials, trace context) and two inline `call_tool`s had grown the request
+    /// future to 80 KiB, which hyper and tokio moved several times per call (200 KiB of memcpy,
+    /// 40 % of a call's instructions: docs/benchmarks.md).
+    #[test]
+    fn the_call_pipeline_futures_do_not_double() {
+        let g =
+            crate::config::load(&[std::path::PathBuf::from("mappings")]).expect("demo mappings");
+        let core = Core {
+            gateway: ArcSwap::from_pointee(g),
+            info: ServerInfo::default(),
+        };
+        let gateway = core.gateway.load_full();
+        let none = Notifier::none();
+        let era = Era::Modern("2026-07-28".into());
+        let call = crate::forward::call_tool(&gateway, "usp_availability_query", None);
+        let observed = super::super::notify::observed_call(&gateway, "x", None, &none);
+        let handled = handle_with(&core, &era, "tools/call", None, &none);
+        let (c, o, h) = (
+            std::mem::size_of_val(&call),
+            std::mem::size_of_val(&observed),
+            std::mem::size_of_val(&handled),
+        );
+        assert!(o < c + 1024, "observed_call {o} bytes around call_tool {c}");
+        assert!(
+            h < o + 1024,
+            "handle_with {h} bytes around observed_call {o}"
+        );
+    }
+
     #[test]
     fn cursors_round_trip_and_reject_junk() {
         assert_eq!(decode_cursor(&encode_cursor(7)), Some(7));

@@ -409,7 +409,9 @@ impl Server {
                 creds.backend_key = self.webhooks.egress.as_ref().map(|e| e.signing_key());
                 // A caller's `traceparent` parents the call spans (when tracing is exported).
                 let parent = crate::ops::otel::extract(req.headers());
-                let post = crate::auth::transport::scope(creds, self.post(req));
+                // Boxed where it is made: the call pipeline's state (several KiB) is then
+                // written once, not copied again by each wrapper and by this future's own moves.
+                let post = crate::auth::transport::scope(creds, Box::pin(self.post(req)));
                 crate::ops::otel::scope(parent, post).await
             }
             Method::GET => self.get(req).await,

@@ -292,8 +292,9 @@ pub async fn observed_call(
         }),
     );
     n.progress(0, None, "calling the backend");
-    let call = crate::forward::call_tool(gateway, name, arguments);
-    tokio::pin!(call);
+    // Boxed: this path is rare, and an inline second `call_tool` state would double the size
+    // of every call's future, reported or not.
+    let mut call = Box::pin(crate::forward::call_tool(gateway, name, arguments));
     let mut ticks = 0u64;
     let reply = if n.wants_progress() {
         let every = tool.progress_every;

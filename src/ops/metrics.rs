@@ -12,7 +12,7 @@ use metrics::{
 };
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// `tools/call` requests by business, tool, outcome and the HTTP status portico answered with.
 pub const REQUESTS: &str = "portico_requests_total";
@@ -265,16 +265,12 @@ pub fn tool_call(tool: &Tool, outcome: &'static str, reply: &Reply, took: Durati
     status
 }
 
-/// Times one backend request and counts it by backend status (wraps `upstream::rest::send`).
-pub async fn upstream(
-    tool: &Tool,
-    send: impl std::future::Future<Output = Result<RestResponse, Failure>>,
-) -> Result<RestResponse, Failure> {
-    let started = Instant::now();
-    let out = send.await;
-    let took = started.elapsed();
+/// Counts one backend request by backend status and records how long it took (around
+/// `upstream::rest::send`). Not a future wrapper: an `async fn` taking the send future would
+/// hold it twice (as its argument and as the awaited value), doubling every call's state.
+pub fn upstream(tool: &Tool, took: Duration, out: &Result<RestResponse, Failure>) {
     let h = tool.metrics.get(&tool.business.name, &tool.name);
-    let other = match &out {
+    let other = match out {
         Ok(resp) if resp.status == 200 => None,
         Ok(resp) => Some(status_label(resp.status)),
         Err(f) => Some(
@@ -291,7 +287,6 @@ pub async fn upstream(
         Some(status) => upstream_counter(&tool.business.name, &tool.name, status).increment(1),
     }
     h.upstream_took.record(took.as_secs_f64());
-    out
 }
 
 fn status_label(status: u16) -> String {
