@@ -456,13 +456,20 @@ fn init_tracing(
 }
 
 /// Loads the configuration, printing every diagnostic; logs warnings.
+/// Compiled on the configuration thread, where every reload compiles too
+/// (`ops::reload::on_config_thread` says why).
 fn load_config(paths: &[PathBuf]) -> Option<portico::config::Gateway> {
-    match portico::config::load(paths) {
+    let owned = paths.to_vec();
+    let loaded = portico::ops::reload::on_config_thread(move || portico::config::load(&owned));
+    let Some(loaded) = loaded else {
+        eprintln!("error: loading the configuration panicked (a bug: please report it)");
+        return None;
+    };
+    match loaded {
         Ok(g) => {
             for w in &g.warnings {
                 tracing::warn!("{w}");
             }
-            portico::ops::release_freed_memory();
             Some(g)
         }
         Err(ds) => {

@@ -425,7 +425,8 @@ fn the_forward_path_never_panics_and_always_answers() {
     runner
         .run(&strategy, |(i, seed, status, ct, body, retry)| {
             let tool = &tools[i];
-            let schema = &tool.descriptor["inputSchema"];
+            let descriptor = tool.descriptor.value();
+            let schema = &descriptor["inputSchema"];
             let mut r = Rng(seed | 1);
             let args = shaped(schema, schema, &mut r, 0);
             if !tool.input_validator.is_valid(&args) {

@@ -142,8 +142,9 @@ fn usp_upstream_openrpc_loads_all_27_methods_without_warnings() {
         .iter()
         .find(|m| m["name"] == "usp_bookings_create")
         .expect("upstream usp_bookings_create");
-    assert_eq!(create.descriptor["title"], upstream_create["summary"]);
-    assert_eq!(create.descriptor["title"], "Create Booking");
+    let descriptor = create.descriptor.value();
+    assert_eq!(descriptor["title"], upstream_create["summary"]);
+    assert_eq!(descriptor["title"], "Create Booking");
     assert_eq!(create.access.as_deref(), Some("privileged_platform"));
     assert_eq!(
         gw.tools["usp_services_list"].access.as_deref(),
@@ -155,8 +156,9 @@ fn usp_upstream_openrpc_loads_all_27_methods_without_warnings() {
 
     // Every served schema is self-contained: no `$ref` leaves the descriptor.
     for (name, tool) in &gw.tools {
+        let descriptor = tool.descriptor.value();
         for key in ["inputSchema", "outputSchema"] {
-            let schema = &tool.descriptor[key];
+            let schema = &descriptor[key];
             assert!(
                 key == "outputSchema" || schema.is_object(),
                 "{name}: no {key}"
@@ -191,7 +193,8 @@ fn collect_refs(v: &Value, out: &mut Vec<String>) {
 #[test]
 fn usp_bookings_create_output_schema_is_the_structured_content_part() {
     let gw = load_usp();
-    let out = &gw.tools["usp_bookings_create"].descriptor["outputSchema"];
+    let descriptor = gw.tools["usp_bookings_create"].descriptor.value();
+    let out = &descriptor["outputSchema"];
     assert_eq!(out["type"], "object", "{out:#}");
     assert!(
         out.pointer("/properties/structuredContent").is_none(),
@@ -261,7 +264,8 @@ fn spec_booking_create_arguments() -> Value {
 fn usp_bookings_create_input_schema_validates_booking_arguments() {
     let gw = load_usp();
     let tool = &gw.tools["usp_bookings_create"];
-    let input = &tool.descriptor["inputSchema"];
+    let descriptor = tool.descriptor.value();
+    let input = &descriptor["inputSchema"];
     assert_eq!(input["type"], "object");
     assert_eq!(
         strings(&input["required"]),
@@ -486,7 +490,7 @@ fn ucp_lodging_unchanged_with_warn_policy_loads_five_tools_and_warns() {
     // Unresolved parts became open schemas, so the tools still validate their known parts.
     let create = &gw.tools["create_booking_session"];
     assert_eq!(
-        strings(&create.descriptor["inputSchema"]["required"]),
+        strings(&create.descriptor.value()["inputSchema"]["required"]),
         BTreeSet::from(["meta", "booking"])
     );
     assert!(!create.input_validator.is_valid(&json!({ "booking": {} })));

@@ -290,7 +290,7 @@ pub async fn handle_with(
                 .filter(visible)
                 .skip(offset)
                 .take(page)
-                .map(|t| t.descriptor.clone())
+                .map(|t| t.descriptor.value())
                 .collect();
             let mut r = json!({ "tools": tools });
             if offset + page < total

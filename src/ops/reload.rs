@@ -110,6 +110,82 @@ impl ReloadStatus {
     }
 }
 
+/// How long after a configuration job the config thread collects once more: by then the calls
+/// that were in flight on the replaced configuration have ended and freed it.
+const LATE_COLLECT: Duration = Duration::from_secs(5);
+
+type ConfigJob = Box<dyn FnOnce() + Send>;
+
+/// The one thread every configuration is compiled on (the first load and each reload).
+///
+/// mimalloc gives each thread its own heap and a configuration lives in the pages of the thread
+/// that built it. Built on the blocking pool, each reload's configuration sat in a heap that was
+/// abandoned when its short-lived thread exited, and the first one in the heap of the main
+/// thread, which never allocates again: when calls on worker threads later freed a replaced
+/// configuration, no owner collected those pages, and each reload under load left a step of
+/// several MiB in the resident set (docs/reliability.md, "The RSS steps at hot reloads"). This
+/// thread lives as long as the process, and collects its heap after each job and once more
+/// [`LATE_COLLECT`] later.
+fn config_thread() -> Option<&'static Mutex<std::sync::mpsc::Sender<ConfigJob>>> {
+    static THREAD: std::sync::OnceLock<Option<Mutex<std::sync::mpsc::Sender<ConfigJob>>>> =
+        std::sync::OnceLock::new();
+    THREAD
+        .get_or_init(|| {
+            let (tx, rx) = std::sync::mpsc::channel::<ConfigJob>();
+            std::thread::Builder::new()
+                .name("portico-config".into())
+                .spawn(move || {
+                    let mut late = false;
+                    loop {
+                        let job = if late {
+                            rx.recv_timeout(LATE_COLLECT)
+                        } else {
+                            rx.recv()
+                                .map_err(|_| std::sync::mpsc::RecvTimeoutError::Disconnected)
+                        };
+                        match job {
+                            Ok(job) => {
+                                job();
+                                super::release_freed_memory();
+                                late = true;
+                            }
+                            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                                super::release_freed_memory();
+                                late = false;
+                            }
+                            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                        }
+                    }
+                })
+                .ok()
+                .map(|_| Mutex::new(tx))
+        })
+        .as_ref()
+}
+
+/// Runs `f` on the configuration thread and waits for its result (on the calling thread when
+/// that thread cannot be started or is gone). Blocking: call it from `main` or a blocking task.
+/// `None` when `f` panicked.
+pub fn on_config_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<T>(1);
+    let job: ConfigJob = Box::new(move || {
+        let _ = tx.send(f());
+    });
+    let inline = match config_thread() {
+        Some(jobs) => jobs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .send(job)
+            .err()
+            .map(|e| e.0),
+        None => Some(job),
+    };
+    if let Some(job) = inline {
+        job();
+    }
+    rx.recv().ok()
+}
+
 /// Reloads from `paths` into `core`: applies a good configuration, refuses a broken one.
 pub fn reload_now(core: &Core, paths: &[PathBuf], status: &ReloadStatus) -> Result<(), String> {
     let result = match config::load(paths) {
@@ -135,10 +211,6 @@ pub fn reload_now(core: &Core, paths: &[PathBuf], status: &ReloadStatus) -> Resu
         }
     };
     status.record(result.clone());
-    // The compile scratch and, when no call holds it any more, the replaced configuration:
-    // without this, each reload under load left a step of allocator high water in the resident
-    // set (docs/reliability.md, "The RSS steps at hot reloads").
-    super::release_freed_memory();
     result
 }
 
@@ -215,11 +287,15 @@ pub fn spawn(
             let paths = watch.paths.clone();
             let core2 = core.clone();
             let status2 = status.clone();
-            // Compiling reads files and builds validators: keep it off the async workers.
-            let applied =
-                tokio::task::spawn_blocking(move || reload_now(&core2, &paths, &status2).is_ok())
-                    .await
-                    .unwrap_or(false);
+            // Compiling reads files and builds validators: off the async workers, on the
+            // configuration thread (see `config_thread`).
+            let applied = tokio::task::spawn_blocking(move || {
+                on_config_thread(move || reload_now(&core2, &paths, &status2).is_ok())
+            })
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or(false);
             tracing::debug!(applied, forced, "reload attempt finished");
             // Failed or not, this content has been judged: only a new change retries.
             seen = fingerprint(&watch.paths, &sources(&core));
