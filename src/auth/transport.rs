@@ -192,10 +192,11 @@ pub fn current() -> Option<HttpCredentials> {
 mod tests {
     use super::*;
 
-    /// The wrapper holds the wrapped future once (an `async fn` would hold it twice, and the
-    /// request future is moved several times per call).
+    /// Both request wrappers (these credentials, and `ops::otel::scope`'s trace context) hold
+    /// the wrapped future once: an `async fn` would hold it twice, and the request future is
+    /// moved several times per call.
     #[test]
-    fn scope_adds_little_to_the_future_it_wraps() {
+    fn the_request_scopes_add_little_to_the_future_they_wrap() {
         let work = || async {
             let buf = [7u8; 8192];
             tokio::task::yield_now().await;
@@ -207,5 +208,7 @@ mod tests {
             inner >= 8192 && wrapped < inner + 512,
             "{inner} -> {wrapped}"
         );
+        let traced = std::mem::size_of_val(&crate::ops::otel::scope(None, work()));
+        assert!(traced < inner + 512, "{inner} -> {traced}");
     }
 }
