@@ -31,16 +31,14 @@ fuzz_target!(|data: &[u8]| {
     match portico::config::load(std::slice::from_ref(&file)) {
         Ok(g) => {
             // A loaded tool is servable: `tools/list` names it and carries an object schema.
+            // Its descriptor text reads back (load checks it).
             for (name, tool) in &g.tools {
+                let descriptor = tool.descriptor.value();
                 assert_eq!(
-                    tool.descriptor.get("name").and_then(|n| n.as_str()),
+                    descriptor.get("name").and_then(|n| n.as_str()),
                     Some(name.as_str())
                 );
-                assert!(
-                    tool.descriptor
-                        .get("inputSchema")
-                        .is_some_and(|s| s.is_object())
-                );
+                assert!(descriptor.get("inputSchema").is_some_and(|s| s.is_object()));
             }
         }
         Err(diags) => assert!(

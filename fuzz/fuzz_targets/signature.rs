@@ -105,6 +105,9 @@ fuzz_target!(|data: &[u8]| {
                 "verified {v:?} without covering `{c}`"
             );
         }
-        assert!(v.created.is_some_and(|c| (c - NOW).abs() <= 300), "verified a stale {v:?}");
+        assert!(
+            v.created.is_some_and(|c| (c - NOW).abs() <= 300),
+            "verified a stale {v:?}"
+        );
     }
 });
