@@ -145,7 +145,9 @@ fn config_thread() -> Option<&'static Mutex<std::sync::mpsc::Sender<ConfigJob>>>
                         };
                         match job {
                             Ok(job) => {
-                                job();
+                                // A job that panics (a compiler bug) answers `None` to its
+                                // caller; the thread lives on for the next one.
+                                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
                                 super::release_freed_memory();
                                 late = true;
                             }
