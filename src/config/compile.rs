@@ -120,11 +120,6 @@ impl Descriptor {
         // Written by `new`, which checked that it reads back.
         serde_json::from_str(&self.0).unwrap_or(Value::Null)
     }
-
-    /// The descriptor's compact JSON text.
-    pub fn text(&self) -> &str {
-        &self.0
-    }
 }
 
 /// A tool, ready to serve.
