@@ -222,6 +222,18 @@ enum Command {
         /// used with --state, where Redis holds the records.
         #[arg(long, default_value_t = portico::idempotency::DEFAULT_BUDGET, env = "PORTICO_IDEMPOTENCY_BYTES")]
         idempotency_bytes: u64,
+        /// Accepted webhook events kept per replica for `Last-Event-ID` replay on 2025-era
+        /// streams (a reconnecting client further behind gets no replay).
+        #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..), env = "PORTICO_WEBHOOK_REPLAY")]
+        webhook_replay: u32,
+        /// How long a webhook event id is remembered: the same id again within it is answered
+        /// as a duplicate and not delivered (memory, or Redis with --state).
+        #[arg(long, default_value = "24h", value_parser = window, env = "PORTICO_WEBHOOK_DEDUPE_WINDOW")]
+        webhook_dedupe_window: Duration,
+        /// Booking resources whose latest webhook event is kept for `resources/read` (past it,
+        /// some are evicted: moka's TinyLFU policy).
+        #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..), env = "PORTICO_WEBHOOK_LATEST")]
+        webhook_latest: u64,
         #[command(flatten)]
         tls: TlsArgs,
         /// PEM CA certificate(s): ask TLS clients for a certificate and pass one this CA verifies
@@ -402,6 +414,19 @@ enum LogFormat {
 fn duration(s: &str) -> Result<Duration, String> {
     portico::config::compile::parse_duration(s)
         .ok_or_else(|| format!("`{s}` is not a duration such as 10s, 500ms or 1m"))
+}
+
+/// A retention window: a duration as for [`duration`], or whole hours (`24h`), at most 30 days.
+fn window(s: &str) -> Result<Duration, String> {
+    if let Some(h) = s.trim().strip_suffix('h') {
+        return match h.parse::<u64>() {
+            Ok(n @ 1..=720) => Ok(Duration::from_secs(n * 3600)),
+            _ => Err(format!(
+                "`{s}` is not a window such as 24h, 90m or 300s (at most 720h)"
+            )),
+        };
+    }
+    duration(s)
 }
 
 /// A poll period, or `off`.
@@ -715,6 +740,9 @@ async fn main() -> ExitCode {
             state,
             state_prefix,
             idempotency_bytes,
+            webhook_replay,
+            webhook_dedupe_window,
+            webhook_latest,
             tls,
             tls_client_ca,
             otlp_endpoint,
@@ -758,6 +786,11 @@ async fn main() -> ExitCode {
                 shutdown_timeout,
                 webhook_key,
                 webhook_journal,
+                webhook_retention: portico::webhook::ingress::Retention {
+                    replay: webhook_replay as usize,
+                    dedupe: webhook_dedupe_window,
+                    latest: webhook_latest,
+                },
                 tls,
                 ..HttpOptions::default()
             };

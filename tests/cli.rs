@@ -230,6 +230,10 @@ fn exit_codes_follow_the_documented_table() {
         vec!["serve", fixture, "--no-such-flag"],
         vec!["serve", fixture, "--listen", "nowhere"],
         vec!["serve", fixture, "--shutdown-timeout", "soon"],
+        vec!["serve", fixture, "--webhook-dedupe-window", "721h"],
+        vec!["serve", fixture, "--webhook-dedupe-window", "0h"],
+        vec!["serve", fixture, "--webhook-replay", "0"],
+        vec!["serve", fixture, "--webhook-latest", "0"],
         vec!["serve", fixture, "--tls-cert", "only.crt"],
         vec![],
     ] {

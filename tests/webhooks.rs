@@ -954,3 +954,52 @@ async fn a_hanging_receiver_times_out_into_a_dead_letter_without_blocking_others
     assert_eq!(event_of(&next(&mut received).await), "wh-hang-3");
     env.gw.stop().await.unwrap();
 }
+
+/// serve's retention flags bound the webhook history: the replay buffer keeps only the last
+/// `replay` events, and an event id counts as a duplicate only within the dedupe window.
+#[tokio::test]
+async fn retention_bounds_the_replay_buffer_and_the_dedupe_window() {
+    let keys = Keys {
+        ec: SigningKey::generate(Alg::EcdsaP256Sha256, "biz-ec").unwrap(),
+        ed: SigningKey::generate(Alg::Ed25519, "biz-ed").unwrap(),
+    };
+    let g = portico::config::load(&[mapping(&keys, false)]).expect("mapping loads");
+    let opts = portico::mcp::http::HttpOptions {
+        webhook_retention: portico::webhook::ingress::Retention {
+            replay: 2,
+            dedupe: Duration::from_secs(3),
+            latest: 10,
+        },
+        ..Default::default()
+    };
+    let gw = portico::app::start(
+        g,
+        "127.0.0.1:0".parse().unwrap(),
+        opts,
+        portico::mcp::handler::ServerInfo::default(),
+    )
+    .await
+    .unwrap();
+    let env = Env {
+        gw,
+        http: reqwest::Client::new(),
+        keys,
+    };
+    for n in 1..=4 {
+        assert_eq!(env.good(&format!("wh-{n}"), "A-1").await.0, 202);
+    }
+    // A client that last saw event 1: event 2 has left the two-event buffer.
+    let (_, mut sse) = env.stream("", Some(1)).await;
+    let (id, e) = sse.next().await;
+    assert_eq!(
+        (id, e["params"]["event_id"].clone()),
+        (Some(3), json!("wh-3"))
+    );
+    // Within the window the same id (signed afresh) is a duplicate; after it, an event again.
+    let (status, body) = env.good("wh-4", "A-1").await;
+    assert_eq!((status, body["status"].clone()), (200, json!("duplicate")));
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    let (status, body) = env.good("wh-4", "A-1").await;
+    assert_eq!((status, body["status"].clone()), (202, json!("queued")));
+    env.gw.stop().await.unwrap();
+}

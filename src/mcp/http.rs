@@ -48,6 +48,8 @@ pub struct HttpOptions {
     /// The webhook journal file (accepted events and deliveries survive a restart); `None`:
     /// in memory only.
     pub webhook_journal: Option<std::path::PathBuf>,
+    /// How many accepted webhooks are kept for replay, and how long event ids for dedupe.
+    pub webhook_retention: crate::webhook::ingress::Retention,
     /// TLS for this listener (`ops::tls`); `None`: plain HTTP.
     pub tls: Option<Arc<crate::ops::tls::Tls>>,
 }
@@ -66,6 +68,7 @@ impl Default for HttpOptions {
             shutdown_timeout: Duration::from_secs(10),
             webhook_key: None,
             webhook_journal: None,
+            webhook_retention: Default::default(),
             tls: None,
         }
     }
@@ -97,8 +100,11 @@ impl Server {
                 as Arc<dyn crate::webhook::journal::Journal>),
             None => None,
         };
-        let webhooks =
-            crate::webhook::ingress::Ingress::with_key(opts.webhook_key.clone(), journal);
+        let webhooks = crate::webhook::ingress::Ingress::with_retention(
+            opts.webhook_key.clone(),
+            journal,
+            opts.webhook_retention,
+        );
         // Backend requests made outside an HTTP request (catalog refreshes) are signed with the
         // first server's key; those of a request with its own listener's.
         if let Some(egress) = &webhooks.egress {
@@ -111,7 +117,7 @@ impl Server {
         // Several replicas: every accepted event comes back through the shared stream.
         let (loaded_tx, loaded) = tokio::sync::watch::channel(crate::state::shared().is_none());
         let reader = crate::state::shared().map(|state| {
-            let replay = crate::webhook::hub::HubOptions::default().replay;
+            let replay = opts.webhook_retention.replay;
             tokio::spawn(crate::state::events::read_into(
                 state.clone(),
                 webhooks.hub.clone(),

@@ -88,6 +88,53 @@ impl Refusal {
     }
 }
 
+/// How much webhook history a replica keeps in memory (and, for the dedupe window, in Redis
+/// with `--state`). The defaults suit production; a soak or a small sidecar may shrink them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// Accepted events kept for `Last-Event-ID` replay on 2025-era streams.
+    pub replay: usize,
+    /// How long an event id is remembered: a repeat within it is answered as a duplicate.
+    pub dedupe: Duration,
+    /// Booking resources whose latest event is kept for `resources/read`.
+    pub latest: u64,
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Retention {
+            replay: super::hub::HubOptions::default().replay,
+            dedupe: super::dedupe::DEFAULT_TTL,
+            latest: super::hub::HubOptions::default().latest,
+        }
+    }
+}
+
+/// How long an accepted signature must be remembered to refuse its replay: it verifies while
+/// `created` is within `max_age` of now, so the last instant it could be replayed is at most
+/// `2 × max_age` after it was accepted (`created` up to `max_age` in the future), plus one
+/// second for the whole-second clock.
+pub fn replay_window(max_age: Duration) -> Duration {
+    max_age
+        .saturating_mul(2)
+        .saturating_add(Duration::from_secs(1))
+}
+
+/// Each accepted signature expires when it can no longer verify ([`replay_window`]), so the
+/// cache holds only the signatures of the last few minutes, not hours of them.
+struct UntilStale;
+
+impl moka::Expiry<Vec<u8>, Duration> for UntilStale {
+    fn expire_after_create(
+        &self,
+        _signature: &Vec<u8>,
+        window: &Duration,
+        _at: std::time::Instant,
+    ) -> Option<Duration> {
+        Some(*window)
+    }
+}
+
 /// The webhook receiver: hub, dedupe store and the seen-signature cache.
 pub struct Ingress {
     pub hub: Arc<Hub>,
@@ -95,8 +142,10 @@ pub struct Ingress {
     /// portico's signer for `deliver_to` (and `/.well-known/jwks.json`); `None` only when no
     /// key could be made.
     pub egress: Option<Arc<Egress>>,
-    /// Signatures already accepted, kept for longer than any freshness window.
-    signatures: Cache<Vec<u8>, ()>,
+    /// Signatures already accepted, each kept for its [`replay_window`].
+    signatures: Cache<Vec<u8>, Duration>,
+    /// The dedupe window (journal compaction and the shared store use it too).
+    dedupe_window: Duration,
     /// Accepted events and deliveries, written before the sender is answered.
     journal: Option<Arc<dyn Journal>>,
 }
@@ -115,14 +164,24 @@ impl Ingress {
             journal,
             signatures: Cache::builder()
                 .max_capacity(1_000_000)
-                .time_to_live(Duration::from_secs(2 * 60 * 60))
+                .expire_after(UntilStale)
                 .build(),
+            dedupe_window: super::dedupe::DEFAULT_TTL,
         }
     }
 
     /// An ingress with the default hub and in-memory dedupe store, signing outgoing webhooks
     /// with `key` (or an ephemeral P-256 key).
     pub fn with_key(key: Option<Arc<SigningKey>>, journal: Option<Arc<dyn Journal>>) -> Self {
+        Ingress::with_retention(key, journal, Retention::default())
+    }
+
+    /// As [`Ingress::with_key`], keeping `retention`'s replay buffer and dedupe window.
+    pub fn with_retention(
+        key: Option<Arc<SigningKey>>,
+        journal: Option<Arc<dyn Journal>>,
+        retention: Retention,
+    ) -> Self {
         let key = key.or_else(|| {
             let kid = format!("portico-{}", uuid::Uuid::new_v4().simple());
             match SigningKey::generate(Alg::EcdsaP256Sha256, &kid) {
@@ -134,12 +193,18 @@ impl Ingress {
             }
         });
         let egress = key.map(|k| Egress::new(k, journal.clone()));
-        Ingress::new(
-            Hub::new(Default::default()),
-            Arc::new(MemoryDedupe::default()),
+        let mut ingress = Ingress::new(
+            Hub::new(super::hub::HubOptions {
+                replay: retention.replay,
+                latest: retention.latest,
+                ..Default::default()
+            }),
+            Arc::new(MemoryDedupe::new(1_000_000, retention.dedupe)),
             egress,
             journal,
-        )
+        );
+        ingress.dedupe_window = retention.dedupe;
+        ingress
     }
 
     /// Reads the journal back after a restart: recent events return to the replay buffer, the
@@ -150,7 +215,7 @@ impl Ingress {
             return Ok(0);
         };
         let now = unix_now();
-        let ttl = super::dedupe::DEFAULT_TTL.as_secs() as i64;
+        let ttl = i64::try_from(self.dedupe_window.as_secs()).unwrap_or(i64::MAX);
         let kept = super::journal::compact(journal.load()?, now, ttl);
         journal.rewrite(&kept)?;
         let mut events = std::collections::HashMap::new();
@@ -267,7 +332,8 @@ impl Ingress {
         } else {
             return Err(SigError::Unsigned.into());
         };
-        if !self.signatures.entry(mark).or_insert(()).is_fresh() {
+        let window = replay_window(cfg.max_age);
+        if !self.signatures.entry(mark).or_insert(window).is_fresh() {
             return Err(Refusal::Replayed);
         }
         let payload: Value =
@@ -314,7 +380,7 @@ impl Ingress {
                 &event_id,
                 &event,
                 uri.as_deref(),
-                super::dedupe::DEFAULT_TTL,
+                self.dedupe_window,
             )
             .await;
             let seq = match appended {
@@ -394,5 +460,41 @@ impl Ingress {
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_signature_is_remembered_as_long_as_it_could_verify() {
+        // Accepted with `created` up to max_age ahead, it verifies until created + max_age.
+        assert_eq!(
+            replay_window(Duration::from_secs(300)),
+            Duration::from_secs(601)
+        );
+        assert_eq!(replay_window(Duration::MAX), Duration::MAX);
+    }
+
+    #[test]
+    fn accepted_signatures_leave_the_cache_after_their_window() {
+        let cache: Cache<Vec<u8>, Duration> = Cache::builder().expire_after(UntilStale).build();
+        let short = Duration::from_millis(50);
+        assert!(cache.entry(b"sig-a".to_vec()).or_insert(short).is_fresh());
+        assert!(
+            !cache.entry(b"sig-a".to_vec()).or_insert(short).is_fresh(),
+            "a replay within the window is seen"
+        );
+        cache
+            .entry(b"sig-b".to_vec())
+            .or_insert(Duration::from_secs(3600));
+        std::thread::sleep(Duration::from_millis(120));
+        cache.run_pending_tasks();
+        assert!(!cache.contains_key(b"sig-a".as_slice()), "expired and gone");
+        assert!(
+            cache.contains_key(b"sig-b".as_slice()),
+            "kept for its own window"
+        );
     }
 }
