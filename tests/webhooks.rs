@@ -91,11 +91,23 @@ struct Env {
 
 impl Env {
     async fn start(ecdsa_only: bool) -> Env {
+        Env::start_with(ecdsa_only, portico::mcp::http::HttpOptions::default()).await
+    }
+
+    async fn start_with(ecdsa_only: bool, opts: portico::mcp::http::HttpOptions) -> Env {
         let keys = Keys {
             ec: SigningKey::generate(Alg::EcdsaP256Sha256, "biz-ec").unwrap(),
             ed: SigningKey::generate(Alg::Ed25519, "biz-ed").unwrap(),
         };
-        let gw = gateway(&[mapping(&keys, ecdsa_only)]).await;
+        let g = portico::config::load(&[mapping(&keys, ecdsa_only)]).expect("mapping loads");
+        let gw = portico::app::start(
+            g,
+            "127.0.0.1:0".parse().unwrap(),
+            opts,
+            portico::mcp::handler::ServerInfo::default(),
+        )
+        .await
+        .unwrap();
         Env {
             gw,
             http: reqwest::Client::new(),
@@ -959,11 +971,6 @@ async fn a_hanging_receiver_times_out_into_a_dead_letter_without_blocking_others
 /// `replay` events, and an event id counts as a duplicate only within the dedupe window.
 #[tokio::test]
 async fn retention_bounds_the_replay_buffer_and_the_dedupe_window() {
-    let keys = Keys {
-        ec: SigningKey::generate(Alg::EcdsaP256Sha256, "biz-ec").unwrap(),
-        ed: SigningKey::generate(Alg::Ed25519, "biz-ed").unwrap(),
-    };
-    let g = portico::config::load(&[mapping(&keys, false)]).expect("mapping loads");
     let opts = portico::mcp::http::HttpOptions {
         webhook_retention: portico::webhook::ingress::Retention {
             replay: 2,
@@ -972,19 +979,7 @@ async fn retention_bounds_the_replay_buffer_and_the_dedupe_window() {
         },
         ..Default::default()
     };
-    let gw = portico::app::start(
-        g,
-        "127.0.0.1:0".parse().unwrap(),
-        opts,
-        portico::mcp::handler::ServerInfo::default(),
-    )
-    .await
-    .unwrap();
-    let env = Env {
-        gw,
-        http: reqwest::Client::new(),
-        keys,
-    };
+    let env = Env::start_with(false, opts).await;
     for n in 1..=4 {
         assert_eq!(env.good(&format!("wh-{n}"), "A-1").await.0, 202);
     }

@@ -151,9 +151,12 @@ pub struct Ingress {
 }
 
 impl Ingress {
+    /// `dedupe_window` is how long `dedupe` keeps an event id (journal compaction and the
+    /// shared store keep events as long).
     pub fn new(
         hub: Arc<Hub>,
         dedupe: Arc<dyn Dedupe>,
+        dedupe_window: Duration,
         egress: Option<Arc<Egress>>,
         journal: Option<Arc<dyn Journal>>,
     ) -> Self {
@@ -166,7 +169,7 @@ impl Ingress {
                 .max_capacity(1_000_000)
                 .expire_after(UntilStale)
                 .build(),
-            dedupe_window: super::dedupe::DEFAULT_TTL,
+            dedupe_window,
         }
     }
 
@@ -193,18 +196,17 @@ impl Ingress {
             }
         });
         let egress = key.map(|k| Egress::new(k, journal.clone()));
-        let mut ingress = Ingress::new(
+        Ingress::new(
             Hub::new(super::hub::HubOptions {
                 replay: retention.replay,
                 latest: retention.latest,
                 ..Default::default()
             }),
             Arc::new(MemoryDedupe::new(1_000_000, retention.dedupe)),
+            retention.dedupe,
             egress,
             journal,
-        );
-        ingress.dedupe_window = retention.dedupe;
-        ingress
+        )
     }
 
     /// Reads the journal back after a restart: recent events return to the replay buffer, the
