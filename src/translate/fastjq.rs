@@ -11,6 +11,7 @@ use jaq_core::load::parse::{BinaryOp, Def, Pattern, Term};
 use jaq_core::ops::{Cmp, Math};
 use jaq_core::path::{Opt, Part};
 use serde_json::{Map, Number, Value};
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::cmp::Ordering;
 use std::rc::Rc;
@@ -574,32 +575,60 @@ fn as_f(n: N) -> f64 {
     }
 }
 
-fn arith(op: Math, l: Value, r: Value) -> Result<Value, Stop> {
-    match (op, l, r) {
+/// jq's `+`, `-` and `*` for the operand types modelled exactly. The operands are borrowed
+/// where they are read only: a string sum is built once, at its final size, from borrowed text.
+fn arith(op: Math, l: Cow<'_, Value>, r: Cow<'_, Value>) -> Result<Value, Stop> {
+    const NULL_: u8 = 0;
+    const NUMBER: u8 = 2;
+    const STRING: u8 = 3;
+    const ARRAY: u8 = 4;
+    const OBJECT: u8 = 5;
+    match (op, rank(&l), rank(&r)) {
         // A number neither i64 nor f64 (an integer past i64::MAX) is left to jaq, which turns
         // it into a float when it adds it (found by the `transform` fuzz target).
-        (Math::Add, Value::Null, r @ Value::Number(_))
-        | (Math::Add, r @ Value::Number(_), Value::Null) => {
+        (Math::Add, NULL_, NUMBER) => {
             num(&r)?;
-            Ok(r)
+            Ok(r.into_owned())
         }
-        (Math::Add, Value::Null, r) => Ok(r),
-        (Math::Add, l, Value::Null) => Ok(l),
-        (Math::Add, Value::String(mut a), Value::String(b)) => {
-            a.push_str(&b);
+        (Math::Add, NUMBER, NULL_) => {
+            num(&l)?;
+            Ok(l.into_owned())
+        }
+        (Math::Add, NULL_, _) => Ok(r.into_owned()),
+        (Math::Add, _, NULL_) => Ok(l.into_owned()),
+        (Math::Add, STRING, STRING) => {
+            let Value::String(b) = &*r else {
+                return Err(Stop::Fallback);
+            };
+            let mut a = match l {
+                Cow::Owned(Value::String(a)) => a,
+                Cow::Borrowed(Value::String(a)) => {
+                    let mut s = String::with_capacity(a.len() + b.len());
+                    s.push_str(a);
+                    s
+                }
+                _ => return Err(Stop::Fallback),
+            };
+            a.push_str(b);
             Ok(Value::String(a))
         }
-        (Math::Add, Value::Array(mut a), Value::Array(b)) => {
-            a.extend(b);
-            Ok(Value::Array(a))
-        }
-        (Math::Add, Value::Object(mut a), Value::Object(b)) => {
-            for (k, v) in b {
-                a.insert(k, v);
+        (Math::Add, ARRAY, ARRAY) => match (l.into_owned(), r.into_owned()) {
+            (Value::Array(mut a), Value::Array(b)) => {
+                a.extend(b);
+                Ok(Value::Array(a))
             }
-            Ok(Value::Object(a))
-        }
-        (op @ (Math::Add | Math::Sub | Math::Mul), l @ Value::Number(_), r @ Value::Number(_)) => {
+            _ => Err(Stop::Fallback),
+        },
+        (Math::Add, OBJECT, OBJECT) => match (l.into_owned(), r.into_owned()) {
+            (Value::Object(mut a), Value::Object(b)) => {
+                for (k, v) in b {
+                    a.insert(k, v);
+                }
+                Ok(Value::Object(a))
+            }
+            _ => Err(Stop::Fallback),
+        },
+        (op @ (Math::Add | Math::Sub | Math::Mul), NUMBER, NUMBER) => {
             let (x, y) = (num(&l)?, num(&r)?);
             let n = match (x, y) {
                 (N::I(a), N::I(b)) => N::I(
@@ -730,6 +759,58 @@ fn to_text(v: &Value) -> Result<String, Stop> {
     }
 }
 
+/// Appends what `tostring` gives for `v` (the cases [`to_text`] models) without a copy.
+fn push_text(s: &mut String, v: &Value) -> Res {
+    match v {
+        Value::String(t) => s.push_str(t),
+        Value::Null => s.push_str("null"),
+        Value::Bool(b) => s.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => {
+            let i = n.as_i64().ok_or(Stop::Fallback)?;
+            s.push_str(itoa::Buffer::new().format(i));
+        }
+        _ => return Err(Stop::Fallback),
+    }
+    Ok(())
+}
+
+/// The value of a path made of `.name` steps only, read in place; `None` when the path has
+/// another kind of step (the general evaluator takes it). Same answers as [`Eval::step`]
+/// without `?`: `null` has every member (null), any other non-object is an error, for jaq.
+fn field_path<'v>(mut cur: &'v Value, steps: &[Step]) -> Option<Result<&'v Value, Stop>> {
+    for step in steps {
+        let Step::Field(k) = step else {
+            return None;
+        };
+        cur = match cur {
+            Value::Object(m) => member(m, k).unwrap_or(&NULL),
+            Value::Null => &NULL,
+            _ => return Some(Err(Stop::Fallback)),
+        };
+    }
+    Some(Ok(cur))
+}
+
+/// True when `e` has exactly one output whenever it has any (its run either gives one value
+/// or stops): a pipe whose left side is such an expression feeds its right side once. Checked
+/// on the node itself (and a path's root), not recursively: pipes and conditionals answer
+/// false and take the general route, which is exact for them too.
+fn single(e: &Expr) -> bool {
+    match e {
+        Expr::Id | Expr::Lit(_) | Expr::Var(_) | Expr::Str(_) | Expr::Arr(_) | Expr::Obj(_) => true,
+        Expr::Neg(_) | Expr::Math(..) | Expr::Cmp(..) | Expr::And(..) | Expr::Or(..) => true,
+        Expr::Call(..) => true,
+        Expr::Path(root, steps) => {
+            matches!(**root, Expr::Id | Expr::Var(_))
+                && steps
+                    .iter()
+                    .all(|s| matches!(s, Step::Field(_) | Step::Index(_) | Step::Slice(..)))
+        }
+        Expr::Pipe(..) | Expr::If(..) => false,
+        Expr::Empty | Expr::Bind(..) | Expr::Comma(..) | Expr::Alt(..) => false,
+    }
+}
+
 /// An index that jq reads as a position: a non-negative or negative machine integer.
 fn position(i: &Value, len: usize) -> Result<Option<usize>, Stop> {
     let i = i.as_i64().ok_or(Stop::Fallback)?;
@@ -738,7 +819,7 @@ fn position(i: &Value, len: usize) -> Result<Option<usize>, Stop> {
     Ok((0..len).contains(&at).then_some(at as usize))
 }
 
-fn bound(v: Option<Value>, len: usize) -> Result<Option<usize>, Stop> {
+fn bound(v: Option<&Value>, len: usize) -> Result<Option<usize>, Stop> {
     match v {
         None | Some(Value::Null) => Ok(None),
         Some(v) => {
@@ -769,11 +850,147 @@ impl Eval<'_> {
 
     /// Exactly one output, else jaq decides (Cartesian products, empty operands).
     fn one(&self, e: &Expr, input: &Value) -> Result<Value, Stop> {
-        match e {
-            Expr::Lit(v) => return Ok(v.clone()),
-            Expr::Id => return Ok(input.clone()),
-            _ => {}
+        self.val(e, input).map(Cow::into_owned)
+    }
+
+    /// Exactly one output, like [`Eval::one`], computed directly (no output callbacks) for
+    /// the expressions whose structure gives one output, and borrowed when it is the input, a
+    /// literal, a global or a `.name` path into one of them. Every other expression, and every
+    /// case this cannot settle, goes through [`Eval::one_each`]: the answers are the same.
+    fn val<'a>(&'a self, e: &'a Expr, input: &'a Value) -> Result<Cow<'a, Value>, Stop> {
+        Ok(match e {
+            Expr::Id => Cow::Borrowed(input),
+            Expr::Lit(v) => Cow::Borrowed(v),
+            Expr::Var(slot) if *slot < GLOBALS.len() => match self.globals.get(*slot) {
+                Some(g) => Cow::Borrowed(*g),
+                None => return Err(Stop::Fallback),
+            },
+            Expr::Path(root, steps) => {
+                let base = match **root {
+                    Expr::Id => Some(input),
+                    Expr::Var(slot) => self.globals.get(slot).copied(),
+                    _ => None,
+                };
+                match base {
+                    Some(b) => self.path_val(b, steps, input)?,
+                    None => Cow::Owned(self.one_each(e, input)?),
+                }
+            }
+            Expr::Math(op, l, r) => {
+                Cow::Owned(arith(*op, self.val(l, input)?, self.val(r, input)?)?)
+            }
+            Expr::Str(segs) => {
+                let mut s = String::new();
+                for seg in segs {
+                    match seg {
+                        Seg::Text(t) => s.push_str(t),
+                        Seg::Interp(e) => push_text(&mut s, &*self.val(e, input)?)?,
+                    }
+                }
+                Cow::Owned(Value::String(s))
+            }
+            Expr::Obj(entries) => Cow::Owned(self.object(entries, input)?),
+            Expr::Cmp(op, l, r) => Cow::Owned(Value::Bool(compare(
+                *op,
+                &*self.val(l, input)?,
+                &*self.val(r, input)?,
+            )?)),
+            Expr::And(l, r) => Cow::Owned(Value::Bool(
+                truthy(&*self.val(l, input)?) && truthy(&*self.val(r, input)?),
+            )),
+            Expr::Or(l, r) => Cow::Owned(Value::Bool(
+                truthy(&*self.val(l, input)?) || truthy(&*self.val(r, input)?),
+            )),
+            Expr::If(branches, other) => {
+                for (cond, then) in branches {
+                    if truthy(&*self.val(cond, input)?) {
+                        return self.val(then, input);
+                    }
+                }
+                self.val(other, input)?
+            }
+            Expr::Call(f, args) => Cow::Owned(self.builtin1(*f, args, input)?),
+            // One left output feeds the right side once; its outputs are the pipe's.
+            Expr::Pipe(l, r) if single(l) => match self.val(l, input)? {
+                Cow::Borrowed(x) => self.val(r, x)?,
+                Cow::Owned(x) => Cow::Owned(self.val(r, &x)?.into_owned()),
+            },
+            _ => Cow::Owned(self.one_each(e, input)?),
+        })
+    }
+
+    /// A path of `.name` and slice steps from `base`, read in place up to the first slice;
+    /// a path with any other step goes to the general evaluator. Same answers as
+    /// [`Eval::step`] without `?`.
+    fn path_val<'a>(
+        &'a self,
+        base: &'a Value,
+        steps: &'a [Step],
+        input: &'a Value,
+    ) -> Result<Cow<'a, Value>, Stop> {
+        if !steps
+            .iter()
+            .all(|s| matches!(s, Step::Field(_) | Step::Slice(..)))
+        {
+            return self.one_each_path(base, steps, input).map(Cow::Owned);
         }
+        let mut cur = Cow::Borrowed(base);
+        for step in steps {
+            cur = match step {
+                Step::Field(k) => match cur {
+                    Cow::Borrowed(v) => match field_path(v, std::slice::from_ref(step)) {
+                        Some(found) => Cow::Borrowed(found?),
+                        None => return Err(Stop::Fallback),
+                    },
+                    Cow::Owned(Value::Object(mut m)) => {
+                        Cow::Owned(m.remove(k.as_str()).unwrap_or(Value::Null))
+                    }
+                    Cow::Owned(Value::Null) => Cow::Owned(Value::Null),
+                    Cow::Owned(_) => return Err(Stop::Fallback),
+                },
+                Step::Slice(from, to) => {
+                    match self.slice(&cur, from.as_ref(), to.as_ref(), input)? {
+                        Some(v) => Cow::Owned(v),
+                        None => return Err(Stop::Fallback),
+                    }
+                }
+                _ => return Err(Stop::Fallback),
+            };
+        }
+        Ok(cur)
+    }
+
+    /// Exactly one output of the path `steps` from `base`, from the general evaluator.
+    fn one_each_path(&self, base: &Value, steps: &[Step], input: &Value) -> Result<Value, Stop> {
+        let mut got: Option<Value> = None;
+        self.steps(base, steps, input, &mut |v| {
+            if got.is_some() {
+                return Err(Stop::Fallback);
+            }
+            got = Some(v.clone());
+            Ok(())
+        })?;
+        got.ok_or(Stop::Fallback)
+    }
+
+    /// An object construction: keys and values each with exactly one output.
+    fn object(&self, entries: &[(Key, Expr)], input: &Value) -> Result<Value, Stop> {
+        let mut m = Map::with_capacity(entries.len());
+        for (k, v) in entries {
+            let key = match k {
+                Key::Static(s) => s.clone(),
+                Key::Dynamic(e) => match self.one(e, input)? {
+                    Value::String(s) => s,
+                    _ => return Err(Stop::Fallback),
+                },
+            };
+            m.insert(key, self.one(v, input)?);
+        }
+        Ok(Value::Object(m))
+    }
+
+    /// Exactly one output, collected from the general evaluator.
+    fn one_each(&self, e: &Expr, input: &Value) -> Result<Value, Stop> {
         let mut got: Option<Value> = None;
         self.each(e, input, &mut |v| {
             if got.is_some() {
@@ -855,8 +1072,8 @@ impl Eval<'_> {
                 _ => miss(),
             },
             Step::Index(i) => {
-                let i = self.one(i, orig)?;
-                match (cur, &i) {
+                let i = self.val(i, orig)?;
+                match (cur, &*i) {
                     (Value::Null, _) => self.steps(&NULL, rest, orig, out),
                     (Value::Object(m), Value::String(k)) => {
                         self.steps(member(m, k).unwrap_or(&NULL), rest, orig, out)
@@ -875,35 +1092,47 @@ impl Eval<'_> {
                     _ => Err(Stop::Fallback),
                 }
             }
-            Step::Slice(from, to) => {
-                let from = from.as_ref().map(|e| self.one(e, orig)).transpose()?;
-                let to = to.as_ref().map(|e| self.one(e, orig)).transpose()?;
-                let sliced = match cur {
-                    Value::Array(a) => {
-                        let (s, e) = (bound(from, a.len())?, bound(to, a.len())?);
-                        let (s, e) = (s.unwrap_or(0), e.unwrap_or(a.len()));
-                        Value::Array(a.get(s..e.max(s)).unwrap_or_default().to_vec())
-                    }
-                    // ASCII text: characters are bytes, so the slice is a byte range.
-                    Value::String(text) if text.is_ascii() => {
-                        let n = text.len();
-                        let (s, e) = (bound(from, n)?, bound(to, n)?);
-                        let (s, e) = (s.unwrap_or(0), e.unwrap_or(n));
-                        Value::String(text.get(s..e.max(s)).unwrap_or_default().to_owned())
-                    }
-                    Value::String(text) => {
-                        let n = text.chars().count();
-                        let (s, e) = (bound(from, n)?, bound(to, n)?);
-                        let (s, e) = (s.unwrap_or(0), e.unwrap_or(n));
-                        Value::String(text.chars().skip(s).take(e.saturating_sub(s)).collect())
-                    }
-                    Value::Null | Value::Bool(_) | Value::Number(_) | Value::Object(_) => {
-                        return miss();
-                    }
-                };
-                self.steps(&sliced, rest, orig, out)
-            }
+            Step::Slice(from, to) => match self.slice(cur, from.as_ref(), to.as_ref(), orig)? {
+                Some(sliced) => self.steps(&sliced, rest, orig, out),
+                None => miss(),
+            },
         }
+    }
+
+    /// `cur[from:to]`; `None` when `cur` cannot be sliced (an error in jaq).
+    fn slice(
+        &self,
+        cur: &Value,
+        from: Option<&Expr>,
+        to: Option<&Expr>,
+        orig: &Value,
+    ) -> Result<Option<Value>, Stop> {
+        let from = from.map(|e| self.val(e, orig)).transpose()?;
+        let to = to.map(|e| self.val(e, orig)).transpose()?;
+        let (from, to) = (from.as_deref(), to.as_deref());
+        Ok(Some(match cur {
+            Value::Array(a) => {
+                let (s, e) = (bound(from, a.len())?, bound(to, a.len())?);
+                let (s, e) = (s.unwrap_or(0), e.unwrap_or(a.len()));
+                Value::Array(a.get(s..e.max(s)).unwrap_or_default().to_vec())
+            }
+            // ASCII text: characters are bytes, so the slice is a byte range.
+            Value::String(text) if text.is_ascii() => {
+                let n = text.len();
+                let (s, e) = (bound(from, n)?, bound(to, n)?);
+                let (s, e) = (s.unwrap_or(0), e.unwrap_or(n));
+                Value::String(text.get(s..e.max(s)).unwrap_or_default().to_owned())
+            }
+            Value::String(text) => {
+                let n = text.chars().count();
+                let (s, e) = (bound(from, n)?, bound(to, n)?);
+                let (s, e) = (s.unwrap_or(0), e.unwrap_or(n));
+                Value::String(text.chars().skip(s).take(e.saturating_sub(s)).collect())
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) | Value::Object(_) => {
+                return Ok(None);
+            }
+        }))
     }
 
     fn each(&self, e: &Expr, input: &Value, out: Out<'_>) -> Res {
@@ -912,16 +1141,12 @@ impl Eval<'_> {
             Expr::Empty => Ok(()),
             Expr::Lit(v) => out(v.clone()),
             Expr::Var(_) | Expr::Path(..) => self.each_path(e, input, out),
-            Expr::Str(segs) => {
-                let mut s = String::new();
-                for seg in segs {
-                    match seg {
-                        Seg::Text(t) => s.push_str(t),
-                        Seg::Interp(e) => s.push_str(&to_text(&self.one(e, input)?)?),
-                    }
-                }
-                out(Value::String(s))
-            }
+            Expr::Str(_)
+            | Expr::Obj(_)
+            | Expr::Math(..)
+            | Expr::Cmp(..)
+            | Expr::And(..)
+            | Expr::Or(..) => out(self.val(e, input)?.into_owned()),
             Expr::Arr(None) => out(Value::Array(Vec::new())),
             Expr::Arr(Some(inner)) => {
                 let mut items = Vec::new();
@@ -931,22 +1156,8 @@ impl Eval<'_> {
                 })?;
                 out(Value::Array(items))
             }
-            Expr::Obj(entries) => {
-                let mut m = Map::with_capacity(entries.len());
-                for (k, v) in entries {
-                    let key = match k {
-                        Key::Static(s) => s.clone(),
-                        Key::Dynamic(e) => match self.one(e, input)? {
-                            Value::String(s) => s,
-                            _ => return Err(Stop::Fallback),
-                        },
-                    };
-                    m.insert(key, self.one(v, input)?);
-                }
-                out(Value::Object(m))
-            }
             Expr::Neg(inner) => {
-                let n = match num(&self.one(inner, input)?)? {
+                let n = match num(&*self.val(inner, input)?)? {
                     N::I(i) => N::I(i.checked_neg().ok_or(Stop::Fallback)?),
                     N::F(f) => N::F(-f),
                 };
@@ -995,33 +1206,6 @@ impl Eval<'_> {
                     self.each(r, input, out)
                 }
             }
-            Expr::And(l, r) => {
-                let v = truthy(&self.one(l, input)?) && truthy(&self.one(r, input)?);
-                out(Value::Bool(v))
-            }
-            Expr::Or(l, r) => {
-                let v = truthy(&self.one(l, input)?) || truthy(&self.one(r, input)?);
-                out(Value::Bool(v))
-            }
-            Expr::Math(op, l, r) => {
-                let (a, b) = (self.one(l, input)?, self.one(r, input)?);
-                out(arith(*op, a, b)?)
-            }
-            Expr::Cmp(op, l, r) => {
-                let v = if is_ref_path(l) && is_ref_path(r) {
-                    let mut res = None;
-                    self.one_ref(l, input, &mut |a| {
-                        self.one_ref(r, input, &mut |b| {
-                            res = Some(compare(*op, a, b)?);
-                            Ok(())
-                        })
-                    })?;
-                    res.ok_or(Stop::Fallback)?
-                } else {
-                    compare(*op, &self.one(l, input)?, &self.one(r, input)?)?
-                };
-                out(Value::Bool(v))
-            }
             Expr::If(branches, other) => {
                 for (cond, then) in branches {
                     if self.holds(cond, input)? {
@@ -1036,29 +1220,7 @@ impl Eval<'_> {
 
     /// The truth of an `if` condition (exactly one output, else jaq decides).
     fn holds(&self, cond: &Expr, input: &Value) -> Result<bool, Stop> {
-        if is_ref_path(cond) {
-            let mut c = None;
-            self.one_ref(cond, input, &mut |v| {
-                c = Some(truthy(v));
-                Ok(())
-            })?;
-            c.ok_or(Stop::Fallback)
-        } else {
-            Ok(truthy(&self.one(cond, input)?))
-        }
-    }
-
-    /// Exactly one output of a reference path, passed by reference.
-    fn one_ref(&self, e: &Expr, input: &Value, out: OutRef<'_>) -> Res {
-        let mut seen = false;
-        self.each_ref(e, input, &mut |v| {
-            if seen {
-                return Err(Stop::Fallback);
-            }
-            seen = true;
-            out(v)
-        })?;
-        if seen { Ok(()) } else { Err(Stop::Fallback) }
+        Ok(truthy(&*self.val(cond, input)?))
     }
 
     fn each_path(&self, e: &Expr, input: &Value, out: Out<'_>) -> Res {
@@ -1074,6 +1236,11 @@ impl Eval<'_> {
     }
 
     fn builtin(&self, f: Builtin, args: &[Expr], input: &Value, out: Out<'_>) -> Res {
+        out(self.builtin1(f, args, input)?)
+    }
+
+    /// A builtin's one output (every modelled builtin has exactly one, or stops).
+    fn builtin1(&self, f: Builtin, args: &[Expr], input: &Value) -> Result<Value, Stop> {
         let arg = |i: usize| -> Result<Value, Stop> {
             self.one(args.get(i).ok_or(Stop::Fallback)?, input)
         };
@@ -1131,7 +1298,7 @@ impl Eval<'_> {
                 };
                 let mut acc = Value::Null;
                 for x in items {
-                    acc = arith(Math::Add, acc, x)?;
+                    acc = arith(Math::Add, Cow::Owned(acc), Cow::Owned(x))?;
                 }
                 acc
             }
@@ -1221,7 +1388,7 @@ impl Eval<'_> {
             }
             Builtin::Error => return Err(Stop::Fallback),
         };
-        out(v)
+        Ok(v)
     }
 }
 
@@ -1335,6 +1502,50 @@ mod tests {
     /// The shortcuts of the hot path answer as jaq does: `select` passing its input by
     /// reference, member lookup by key comparison (small objects) and by hash (large ones),
     /// ASCII slices by byte range next to non-ASCII ones by character.
+    /// The direct route for single-output expressions (`Eval::val`): borrowed paths, string
+    /// sums built from borrowed text, slices inside paths, pipes fed once, builtins, and the
+    /// cases it hands to the general evaluator (iteration, `?`, `//`, local variables). Every
+    /// answer must be jaq's, and natively (`same` fails on a needless hand-over to jaq).
+    #[test]
+    fn single_output_expressions_match_jaq() {
+        let doc = json!({
+            "l": [{"free": true, "id": "a", "n": 2}, {"free": false, "id": "b", "n": 5}],
+            "small": {"a": 1, "b": 2, "s": "x"},
+            "t": "2026-12-01T09:30",
+            "u": "héllo wörld",
+            "nul": null,
+        });
+        let defs = "def lisbon: if . >= \"2027-03-28T01:00\" then . + \":00+01:00\" else . + \":00+00:00\" end; \
+                    def minutes: (.[11:13] | tonumber) * 60 + (.[14:16] | tonumber); \
+                    def iso: \"PT\" + tostring + \"M\";";
+        for code in [
+            ".t | lisbon",
+            ".t | minutes",
+            "(.t | minutes) - 60 | iso",
+            "[.l[] | select(.free) | {id: .id, at: (.t? // \"none\"), k: $args.service_id}]",
+            "{a: .small.a, s: (.small.s + .small.s + \"!\"), t: \"\\(.small.a)-\\(.small.s)\"}",
+            ".small | .a + .b",
+            ".small | .s | ascii_upcase",
+            ".t[0:4] | tonumber",
+            ".t[11:16][0:2]",
+            ".u[1:3] + .u[6:]",
+            ".nul.a.b, .nul[1:2]",
+            "$args.tags[1:] | length",
+            "$args.n * 2 - $meta.idempotency_key[2:] == 5",
+            ".small.a as $x | $x + .small.b",
+            "if .small.a == 1 and (.small.b > 1 or .nul) then .small.s else empty end",
+            "[.l[] | .n] | add",
+            "-(.small.b) + (.nul // 3)",
+            ".small + {c: 3} | keys",
+            "[.l[].id] + [\"z\"] | join(\",\")",
+        ] {
+            same(&format!("{defs} {code}"), doc.clone());
+        }
+        // A path into a value that has no such member stays jaq's error.
+        same(&format!("{defs} .t.a"), doc.clone());
+        same(&format!("{defs} .small[0:1]"), doc.clone());
+    }
+
     #[test]
     fn hot_path_shortcuts_match_jaq() {
         let big: serde_json::Map<String, Value> =
