@@ -578,28 +578,17 @@ fn as_f(n: N) -> f64 {
 /// jq's `+`, `-` and `*` for the operand types modelled exactly. The operands are borrowed
 /// where they are read only: a string sum is built once, at its final size, from borrowed text.
 fn arith(op: Math, l: Cow<'_, Value>, r: Cow<'_, Value>) -> Result<Value, Stop> {
-    const NULL_: u8 = 0;
-    const NUMBER: u8 = 2;
-    const STRING: u8 = 3;
-    const ARRAY: u8 = 4;
-    const OBJECT: u8 = 5;
-    match (op, rank(&l), rank(&r)) {
+    match (op, &*l, &*r) {
         // A number neither i64 nor f64 (an integer past i64::MAX) is left to jaq, which turns
         // it into a float when it adds it (found by the `transform` fuzz target).
-        (Math::Add, NULL_, NUMBER) => {
-            num(&r)?;
-            Ok(r.into_owned())
+        (Math::Add, Value::Null, n @ Value::Number(_))
+        | (Math::Add, n @ Value::Number(_), Value::Null) => {
+            num(n)?;
+            Ok(n.clone())
         }
-        (Math::Add, NUMBER, NULL_) => {
-            num(&l)?;
-            Ok(l.into_owned())
-        }
-        (Math::Add, NULL_, _) => Ok(r.into_owned()),
-        (Math::Add, _, NULL_) => Ok(l.into_owned()),
-        (Math::Add, STRING, STRING) => {
-            let Value::String(b) = &*r else {
-                return Err(Stop::Fallback);
-            };
+        (Math::Add, Value::Null, _) => Ok(r.into_owned()),
+        (Math::Add, _, Value::Null) => Ok(l.into_owned()),
+        (Math::Add, Value::String(_), Value::String(b)) => {
             let mut a = match l {
                 Cow::Owned(Value::String(a)) => a,
                 Cow::Borrowed(Value::String(a)) => {
@@ -612,14 +601,14 @@ fn arith(op: Math, l: Cow<'_, Value>, r: Cow<'_, Value>) -> Result<Value, Stop> 
             a.push_str(b);
             Ok(Value::String(a))
         }
-        (Math::Add, ARRAY, ARRAY) => match (l.into_owned(), r.into_owned()) {
+        (Math::Add, Value::Array(_), Value::Array(_)) => match (l.into_owned(), r.into_owned()) {
             (Value::Array(mut a), Value::Array(b)) => {
                 a.extend(b);
                 Ok(Value::Array(a))
             }
             _ => Err(Stop::Fallback),
         },
-        (Math::Add, OBJECT, OBJECT) => match (l.into_owned(), r.into_owned()) {
+        (Math::Add, Value::Object(_), Value::Object(_)) => match (l.into_owned(), r.into_owned()) {
             (Value::Object(mut a), Value::Object(b)) => {
                 for (k, v) in b {
                     a.insert(k, v);
@@ -628,8 +617,8 @@ fn arith(op: Math, l: Cow<'_, Value>, r: Cow<'_, Value>) -> Result<Value, Stop> 
             }
             _ => Err(Stop::Fallback),
         },
-        (op @ (Math::Add | Math::Sub | Math::Mul), NUMBER, NUMBER) => {
-            let (x, y) = (num(&l)?, num(&r)?);
+        (op @ (Math::Add | Math::Sub | Math::Mul), x @ Value::Number(_), y @ Value::Number(_)) => {
+            let (x, y) = (num(x)?, num(y)?);
             let n = match (x, y) {
                 (N::I(a), N::I(b)) => N::I(
                     match op {
@@ -748,18 +737,8 @@ fn member<'a>(m: &'a Map<String, Value>, k: &str) -> Option<&'a Value> {
     }
 }
 
-/// `tostring` (and string interpolation) for the values whose text is unambiguous.
-fn to_text(v: &Value) -> Result<String, Stop> {
-    match v {
-        Value::String(s) => Ok(s.clone()),
-        Value::Null => Ok("null".into()),
-        Value::Bool(b) => Ok(b.to_string()),
-        Value::Number(n) => n.as_i64().map(|i| i.to_string()).ok_or(Stop::Fallback),
-        _ => Err(Stop::Fallback),
-    }
-}
-
-/// Appends what `tostring` gives for `v` (the cases [`to_text`] models) without a copy.
+/// Appends what `tostring` (and string interpolation) gives for `v`, for the values whose
+/// text is unambiguous.
 fn push_text(s: &mut String, v: &Value) -> Res {
     match v {
         Value::String(t) => s.push_str(t),
@@ -774,21 +753,14 @@ fn push_text(s: &mut String, v: &Value) -> Res {
     Ok(())
 }
 
-/// The value of a path made of `.name` steps only, read in place; `None` when the path has
-/// another kind of step (the general evaluator takes it). Same answers as [`Eval::step`]
-/// without `?`: `null` has every member (null), any other non-object is an error, for jaq.
-fn field_path<'v>(mut cur: &'v Value, steps: &[Step]) -> Option<Result<&'v Value, Stop>> {
-    for step in steps {
-        let Step::Field(k) = step else {
-            return None;
-        };
-        cur = match cur {
-            Value::Object(m) => member(m, k).unwrap_or(&NULL),
-            Value::Null => &NULL,
-            _ => return Some(Err(Stop::Fallback)),
-        };
+/// `.k` of `cur`, read in place. Same answers as [`Eval::step`] without `?`: `null` has every
+/// member (null), any other non-object is an error, for jaq.
+fn field<'v>(cur: &'v Value, k: &str) -> Result<&'v Value, Stop> {
+    match cur {
+        Value::Object(m) => Ok(member(m, k).unwrap_or(&NULL)),
+        Value::Null => Ok(&NULL),
+        _ => Err(Stop::Fallback),
     }
-    Some(Ok(cur))
 }
 
 /// True when `e` has exactly one output whenever it has any (its run either gives one value
@@ -806,9 +778,26 @@ fn single(e: &Expr) -> bool {
                     .iter()
                     .all(|s| matches!(s, Step::Field(_) | Step::Index(_) | Step::Slice(..)))
         }
-        Expr::Pipe(..) | Expr::If(..) => false,
-        Expr::Empty | Expr::Bind(..) | Expr::Comma(..) | Expr::Alt(..) => false,
+        Expr::Pipe(..)
+        | Expr::If(..)
+        | Expr::Empty
+        | Expr::Bind(..)
+        | Expr::Comma(..)
+        | Expr::Alt(..) => false,
     }
+}
+
+/// The one output `run` gives to its output callback; more or none, and jaq decides.
+fn exactly_one(run: impl FnOnce(Out<'_>) -> Res) -> Result<Value, Stop> {
+    let mut got: Option<Value> = None;
+    run(&mut |v| {
+        if got.is_some() {
+            return Err(Stop::Fallback);
+        }
+        got = Some(v);
+        Ok(())
+    })?;
+    got.ok_or(Stop::Fallback)
 }
 
 /// An index that jq reads as a position: a non-negative or negative machine integer.
@@ -861,9 +850,10 @@ impl Eval<'_> {
         Ok(match e {
             Expr::Id => Cow::Borrowed(input),
             Expr::Lit(v) => Cow::Borrowed(v),
-            Expr::Var(slot) if *slot < GLOBALS.len() => match self.globals.get(*slot) {
+            // A global, read in place; locals are taken by the general route.
+            Expr::Var(slot) => match self.globals.get(*slot) {
                 Some(g) => Cow::Borrowed(*g),
-                None => return Err(Stop::Fallback),
+                None => Cow::Owned(self.one_each(e, input)?),
             },
             Expr::Path(root, steps) => {
                 let base = match **root {
@@ -919,58 +909,36 @@ impl Eval<'_> {
         })
     }
 
-    /// A path of `.name` and slice steps from `base`, read in place up to the first slice;
-    /// a path with any other step goes to the general evaluator. Same answers as
-    /// [`Eval::step`] without `?`.
+    /// The path `steps` from `base`: `.name` and slice steps are taken here, read in place up
+    /// to the first slice; from the first other step on, the general evaluator takes the rest.
+    /// Same answers as [`Eval::step`] without `?`.
     fn path_val<'a>(
         &'a self,
         base: &'a Value,
         steps: &'a [Step],
         input: &'a Value,
     ) -> Result<Cow<'a, Value>, Stop> {
-        if !steps
-            .iter()
-            .all(|s| matches!(s, Step::Field(_) | Step::Slice(..)))
-        {
-            return self.one_each_path(base, steps, input).map(Cow::Owned);
-        }
         let mut cur = Cow::Borrowed(base);
-        for step in steps {
-            cur = match step {
-                Step::Field(k) => match cur {
-                    Cow::Borrowed(v) => match field_path(v, std::slice::from_ref(step)) {
-                        Some(found) => Cow::Borrowed(found?),
-                        None => return Err(Stop::Fallback),
-                    },
-                    Cow::Owned(Value::Object(mut m)) => {
-                        Cow::Owned(m.remove(k.as_str()).unwrap_or(Value::Null))
-                    }
-                    Cow::Owned(Value::Null) => Cow::Owned(Value::Null),
-                    Cow::Owned(_) => return Err(Stop::Fallback),
-                },
-                Step::Slice(from, to) => {
+        for (i, step) in steps.iter().enumerate() {
+            cur = match (step, cur) {
+                (Step::Field(k), Cow::Borrowed(v)) => Cow::Borrowed(field(v, k)?),
+                (Step::Field(k), Cow::Owned(v)) => Cow::Owned(field(&v, k)?.clone()),
+                (Step::Slice(from, to), cur) => {
                     match self.slice(&cur, from.as_ref(), to.as_ref(), input)? {
                         Some(v) => Cow::Owned(v),
                         None => return Err(Stop::Fallback),
                     }
                 }
-                _ => return Err(Stop::Fallback),
+                (_, cur) => {
+                    let rest = &steps[i..];
+                    return exactly_one(|out| {
+                        self.steps(&cur, rest, input, &mut |v| out(v.clone()))
+                    })
+                    .map(Cow::Owned);
+                }
             };
         }
         Ok(cur)
-    }
-
-    /// Exactly one output of the path `steps` from `base`, from the general evaluator.
-    fn one_each_path(&self, base: &Value, steps: &[Step], input: &Value) -> Result<Value, Stop> {
-        let mut got: Option<Value> = None;
-        self.steps(base, steps, input, &mut |v| {
-            if got.is_some() {
-                return Err(Stop::Fallback);
-            }
-            got = Some(v.clone());
-            Ok(())
-        })?;
-        got.ok_or(Stop::Fallback)
     }
 
     /// An object construction: keys and values each with exactly one output.
@@ -991,15 +959,7 @@ impl Eval<'_> {
 
     /// Exactly one output, collected from the general evaluator.
     fn one_each(&self, e: &Expr, input: &Value) -> Result<Value, Stop> {
-        let mut got: Option<Value> = None;
-        self.each(e, input, &mut |v| {
-            if got.is_some() {
-                return Err(Stop::Fallback);
-            }
-            got = Some(v);
-            Ok(())
-        })?;
-        got.ok_or(Stop::Fallback)
+        exactly_one(|out| self.each(e, input, out))
     }
 
     /// Outputs by reference where the expression is a path into the input or a variable.
@@ -1262,7 +1222,11 @@ impl Eval<'_> {
                 },
                 Value::Bool(_) => return Err(Stop::Fallback),
             },
-            Builtin::ToString => Value::String(to_text(input)?),
+            Builtin::ToString => {
+                let mut s = String::new();
+                push_text(&mut s, input)?;
+                Value::String(s)
+            }
             Builtin::ToNumber => match input {
                 Value::Number(_) => input.clone(),
                 Value::String(s) if canonical_int(s) => {
@@ -1329,7 +1293,7 @@ impl Eval<'_> {
                     if i > 0 {
                         s.push_str(&sep);
                     }
-                    s.push_str(&to_text(x)?);
+                    push_text(&mut s, x)?;
                 }
                 Value::String(s)
             }
@@ -1499,9 +1463,6 @@ mod tests {
         same("null + .n", json!({"n": 7}));
     }
 
-    /// The shortcuts of the hot path answer as jaq does: `select` passing its input by
-    /// reference, member lookup by key comparison (small objects) and by hash (large ones),
-    /// ASCII slices by byte range next to non-ASCII ones by character.
     /// The direct route for single-output expressions (`Eval::val`): borrowed paths, string
     /// sums built from borrowed text, slices inside paths, pipes fed once, builtins, and the
     /// cases it hands to the general evaluator (iteration, `?`, `//`, local variables). Every
@@ -1546,6 +1507,9 @@ mod tests {
         same(&format!("{defs} .small[0:1]"), doc.clone());
     }
 
+    /// The shortcuts of the hot path answer as jaq does: `select` passing its input by
+    /// reference, member lookup by key comparison (small objects) and by hash (large ones),
+    /// ASCII slices by byte range next to non-ASCII ones by character.
     #[test]
     fn hot_path_shortcuts_match_jaq() {
         let big: serde_json::Map<String, Value> =

@@ -102,10 +102,11 @@ pub struct Retention {
 
 impl Default for Retention {
     fn default() -> Self {
+        let hub = super::hub::HubOptions::default();
         Retention {
-            replay: super::hub::HubOptions::default().replay,
+            replay: hub.replay,
             dedupe: super::dedupe::DEFAULT_TTL,
-            latest: super::hub::HubOptions::default().latest,
+            latest: hub.latest,
         }
     }
 }
