@@ -89,6 +89,24 @@ fn bench(c: &mut Criterion) {
         },
     );
 
+    // Writing the answer: portico's writer against serde_json's (the same bytes; a test checks).
+    let resp = RestResponse {
+        status: 200,
+        headers: headers.clone(),
+        body: body.clone().into(),
+    };
+    if let portico::binding::Reply::Result(answer) =
+        forward::translate_response(&availability, &call, resp)
+    {
+        c.bench_function("usp_availability_query: answer JSON text, json_text", |b| {
+            b.iter(|| black_box(portico::json_text::to_vec(black_box(&answer))))
+        });
+        c.bench_function(
+            "usp_availability_query: answer JSON text, serde_json (reference)",
+            |b| b.iter(|| black_box(serde_json::to_vec(black_box(&answer)).unwrap())),
+        );
+    }
+
     // The pieces of the return path on their own.
     let body_json: serde_json::Value = serde_json::from_slice(&body).unwrap();
     let meta = json!({});

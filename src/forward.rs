@@ -292,7 +292,7 @@ fn finish(tool: &Tool, call: &Call, reply: Reply) -> Reply {
         && placeholder
         && let Some(json) = result
             .get("structuredContent")
-            .and_then(|s| serde_json::to_string(s).ok())
+            .map(crate::json_text::to_string)
         && let Some(t) = first_text_mut(&mut result)
     {
         *t = Value::String(json);

@@ -1,6 +1,7 @@
 //! The JSON-RPC/MCP message decoder: `parse` (nesting limit, then serde, then classification)
 //! on arbitrary bytes. It must never panic, a value it accepts is never nested deeper than the
-//! limit, and an id it echoes in a rejection is always a valid JSON-RPC id (or null).
+//! limit, an id it echoes in a rejection is always a valid JSON-RPC id (or null), and the answer
+//! writer (`json_text`) writes every accepted value exactly as serde_json does.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -24,6 +25,11 @@ fn valid_id(id: &Value) -> bool {
 fuzz_target!(|data: &[u8]| {
     match jsonrpc::parse_value(data, MAX_DEPTH) {
         Ok(value) => {
+            assert_eq!(
+                portico::json_text::to_vec(&value),
+                serde_json::to_vec(&value).unwrap_or_default(),
+                "json_text differs from serde_json"
+            );
             assert!(
                 depth(&value) <= MAX_DEPTH,
                 "accepted a value nested deeper than the limit"

@@ -543,8 +543,7 @@ impl Binding {
         };
         let text = match &structured {
             Some(_) if ctx.text_later => String::new(),
-            // `to_string` on a Value goes through `Display`; this writes the bytes directly.
-            Some(s) => serde_json::to_string(s).unwrap_or_default(),
+            Some(s) => crate::json_text::to_string(s),
             None => "OK".into(),
         };
         self.result(structured, text, false, ctx)

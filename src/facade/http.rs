@@ -20,7 +20,7 @@ fn to_response(a: Answer) -> Response<Full<Bytes>> {
     let body = a
         .body
         .as_ref()
-        .and_then(|b| serde_json::to_vec(b).ok())
+        .map(crate::json_text::to_vec)
         .unwrap_or_default();
     let mut r = Response::new(Full::new(Bytes::from(body)));
     *r.status_mut() = StatusCode::from_u16(a.status).unwrap_or(StatusCode::BAD_GATEWAY);

@@ -3,7 +3,7 @@
 
 use super::transform::Vars3;
 use crate::config::Tool;
-use crate::model::{Call, Failure, FailureKind};
+use crate::model::{Call, Failure};
 use http::{HeaderMap, HeaderValue, Method};
 use serde_json::{Value, json};
 
@@ -156,10 +156,7 @@ pub fn build(tool: &Tool, call: &Call) -> Result<RestRequest, Failure> {
             http::header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        Some(
-            serde_json::to_vec(&value)
-                .map_err(|e| Failure::new(FailureKind::Internal, e.to_string()))?,
-        )
+        Some(crate::json_text::to_vec(&value))
     } else {
         None
     };
