@@ -119,53 +119,30 @@ fn first_escape(bytes: &[u8]) -> Option<usize> {
 }
 
 fn write_str(s: &str, out: &mut Vec<u8>) {
-    let bytes = s.as_bytes();
-    let Some(first) = first_escape(bytes) else {
-        // Most strings: one copy between the quotes.
-        out.reserve(bytes.len() + 2);
-        out.push(b'"');
-        out.extend_from_slice(bytes);
-        out.push(b'"');
-        return;
-    };
-    out.reserve(bytes.len() + 8);
+    let mut rest = s.as_bytes();
+    out.reserve(rest.len() + 2);
     out.push(b'"');
-    out.extend_from_slice(&bytes[..first]);
-    let mut start = first;
-    let mut i = first;
-    while i < bytes.len() {
-        if let Some(word) = bytes.get(i..i + 8)
-            && let Ok(word) = <[u8; 8]>::try_from(word)
-            && !needs_escape(u64::from_le_bytes(word))
-        {
-            i += 8;
-            continue;
-        }
-        let end = (i + 8).min(bytes.len());
-        while i < end {
-            let b = bytes[i];
-            let esc = ESCAPE[b as usize];
-            if esc != 0 {
-                out.extend_from_slice(&bytes[start..i]);
-                if esc == b'u' {
-                    const HEX: &[u8; 16] = b"0123456789abcdef";
-                    out.extend_from_slice(&[
-                        b'\\',
-                        b'u',
-                        b'0',
-                        b'0',
-                        HEX[(b >> 4) as usize],
-                        HEX[(b & 0xf) as usize],
-                    ]);
-                } else {
-                    out.extend_from_slice(&[b'\\', esc]);
-                }
-                start = i + 1;
+    // Each escape-free run is copied whole; most strings are one run.
+    while let Some(at) = first_escape(rest) {
+        out.extend_from_slice(&rest[..at]);
+        let b = rest[at];
+        match ESCAPE[b as usize] {
+            b'u' => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(&[
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX[(b >> 4) as usize],
+                    HEX[(b & 0xf) as usize],
+                ]);
             }
-            i += 1;
+            esc => out.extend_from_slice(&[b'\\', esc]),
         }
+        rest = &rest[at + 1..];
     }
-    out.extend_from_slice(&bytes[start..]);
+    out.extend_from_slice(rest);
     out.push(b'"');
 }
 

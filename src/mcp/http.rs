@@ -184,13 +184,8 @@ fn full(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into()).boxed()
 }
 
-/// JSON text of a value (`crate::json_text`: serde_json's bytes, written faster).
-fn json_bytes(value: &Value) -> Vec<u8> {
-    crate::json_text::to_vec(value)
-}
-
 fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
-    let mut r = Response::new(full(json_bytes(value)));
+    let mut r = Response::new(full(crate::json_text::to_vec(value)));
     *r.status_mut() = status;
     r.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -219,7 +214,7 @@ fn sign_response(
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0);
-    let bytes = json_bytes(body);
+    let bytes = crate::json_text::to_vec(body);
     if let Some((digest, input, sig)) =
         crate::auth::respsig::sign(status.as_u16(), &ct, &bytes, key, created)
     {
