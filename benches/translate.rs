@@ -107,6 +107,21 @@ fn bench(c: &mut Criterion) {
         );
     }
 
+    // Reading the backend body: portico's reader against serde_json's (the same values; tests
+    // and the `jsonrpc` fuzz target check).
+    c.bench_function(
+        "usp_availability_query: read backend body, json_text",
+        |b| b.iter(|| black_box(portico::json_text::from_slice(black_box(&body)).unwrap())),
+    );
+    c.bench_function(
+        "usp_availability_query: read backend body, serde_json (reference)",
+        |b| {
+            b.iter(|| {
+                black_box(serde_json::from_slice::<serde_json::Value>(black_box(&body)).unwrap())
+            })
+        },
+    );
+
     // The pieces of the return path on their own.
     let body_json: serde_json::Value = serde_json::from_slice(&body).unwrap();
     let meta = json!({});

@@ -1,11 +1,17 @@
-//! Compact JSON text of `serde_json::Value`s: byte for byte what `serde_json::to_vec` writes
-//! (key order, number format, escapes), only faster. It never changes a value, nor reorders it.
+//! JSON text to and from `serde_json::Value`s: byte for byte what `serde_json::to_vec` writes,
+//! and exactly the value (or error) `serde_json::from_slice` reads. It never changes a value.
 //!
 //! Every answer portico sends is written here, so the string escaper is the hot loop: it checks
 //! eight bytes at a time for the three kinds of byte JSON must escape (`"`, `\` and controls)
 //! and copies the runs between them whole, where serde_json looks up a table for each byte.
+//!
+//! Every request body and backend answer is read here too ([`from_slice`]). The same eight-byte
+//! scan finds the end of each string; the input's UTF-8 is checked once, not string by string;
+//! objects and arrays are built at their final size. Anything out of the ordinary (any error, a
+//! fraction or exponent, a long integer, a surrogate escape, deep nesting) is handed to
+//! serde_json, which then reads the whole document: it stays the reference for every answer.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// The JSON text of `value`.
 pub fn to_vec(value: &Value) -> Vec<u8> {
@@ -146,6 +152,286 @@ fn write_str(s: &str, out: &mut Vec<u8>) {
     out.push(b'"');
 }
 
+/// Reads one JSON document: the value `serde_json::from_slice` reads, or its error.
+pub fn from_slice(bytes: &[u8]) -> Result<Value, serde_json::Error> {
+    match read(bytes) {
+        Some(value) => Ok(value),
+        None => serde_json::from_slice(bytes),
+    }
+}
+
+/// Deepest nesting the fast reader takes; deeper documents go to serde_json (its own limit is
+/// 127 levels, so this never decides an answer).
+const READ_DEPTH: usize = 100;
+
+/// The document, when the fast reader reads it all; `None` hands it to serde_json.
+fn read(bytes: &[u8]) -> Option<Value> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let mut r = Reader {
+        text,
+        at: 0,
+        depth: 0,
+        items: Vec::new(),
+        members: Vec::new(),
+    };
+    r.ws();
+    let value = r.value()?;
+    r.ws();
+    (r.at == bytes.len()).then_some(value)
+}
+
+/// A cursor over valid UTF-8 JSON text. Containers being read keep their items on shared
+/// stacks, innermost last, so each array or object is allocated once, at its final size.
+struct Reader<'a> {
+    text: &'a str,
+    at: usize,
+    depth: usize,
+    items: Vec<Value>,
+    members: Vec<(String, Value)>,
+}
+
+impl Reader<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.text.as_bytes().get(self.at).copied()
+    }
+
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
+            self.at += 1;
+        }
+    }
+
+    fn value(&mut self) -> Option<Value> {
+        match self.peek()? {
+            b'"' => self.string().map(Value::String),
+            b'{' => self.object(),
+            b'[' => self.array(),
+            b't' => self.word("true", Value::Bool(true)),
+            b'f' => self.word("false", Value::Bool(false)),
+            b'n' => self.word("null", Value::Null),
+            b'-' | b'0'..=b'9' => self.number(),
+            _ => None,
+        }
+    }
+
+    fn word(&mut self, word: &str, value: Value) -> Option<Value> {
+        let rest = self.text.as_bytes().get(self.at..)?;
+        rest.starts_with(word.as_bytes()).then(|| {
+            self.at += word.len();
+            value
+        })
+    }
+
+    /// Opens a container (the reader is at its bracket); true when it is empty (and closed).
+    fn open(&mut self, close: u8) -> Option<bool> {
+        self.at += 1;
+        self.depth += 1;
+        self.ws();
+        if self.depth > READ_DEPTH {
+            return None;
+        }
+        if self.peek()? == close {
+            self.at += 1;
+            self.depth -= 1;
+            return Some(true);
+        }
+        Some(false)
+    }
+
+    /// After an item: `,` (and more) or the closing bracket; true when closed.
+    fn next_or_close(&mut self, close: u8) -> Option<bool> {
+        self.ws();
+        let b = self.peek()?;
+        self.at += 1;
+        if b == close {
+            self.depth -= 1;
+            Some(true)
+        } else if b == b',' {
+            self.ws();
+            Some(false)
+        } else {
+            None
+        }
+    }
+
+    fn array(&mut self) -> Option<Value> {
+        if self.open(b']')? {
+            return Some(Value::Array(Vec::new()));
+        }
+        let start = self.items.len();
+        loop {
+            let item = self.value()?;
+            self.items.push(item);
+            if self.next_or_close(b']')? {
+                return Some(Value::Array(self.items.split_off(start)));
+            }
+        }
+    }
+
+    fn object(&mut self) -> Option<Value> {
+        if self.open(b'}')? {
+            return Some(Value::Object(Map::new()));
+        }
+        let start = self.members.len();
+        loop {
+            if self.peek()? != b'"' {
+                return None;
+            }
+            let key = self.string()?;
+            self.ws();
+            if self.peek()? != b':' {
+                return None;
+            }
+            self.at += 1;
+            self.ws();
+            let value = self.value()?;
+            self.members.push((key, value));
+            if self.next_or_close(b'}')? {
+                // Inserted in order, as serde_json does: a repeated key keeps its first place
+                // and its last value.
+                let mut map = Map::with_capacity(self.members.len() - start);
+                for (k, v) in self.members.drain(start..) {
+                    map.insert(k, v);
+                }
+                return Some(Value::Object(map));
+            }
+        }
+    }
+
+    /// A string's contents (the reader is at its opening quote). Runs between escapes are
+    /// found eight bytes at a time; all of them start and end at ASCII bytes, so they are
+    /// whole characters of the (already checked) text.
+    fn string(&mut self) -> Option<String> {
+        let bytes = self.text.as_bytes();
+        let start = self.at + 1;
+        let mut at = start + first_escape(bytes.get(start..)?)?;
+        if bytes.get(at) == Some(&b'"') {
+            self.at = at + 1;
+            return self.text.get(start..at).map(str::to_owned);
+        }
+        let mut s = String::with_capacity(at - start + 16);
+        let mut from = start;
+        loop {
+            s.push_str(self.text.get(from..at)?);
+            match bytes.get(at)? {
+                b'"' => {
+                    self.at = at + 1;
+                    return Some(s);
+                }
+                b'\\' => {
+                    let esc = *bytes.get(at + 1)?;
+                    at += 2;
+                    match esc {
+                        b'"' => s.push('"'),
+                        b'\\' => s.push('\\'),
+                        b'/' => s.push('/'),
+                        b'b' => s.push('\u{8}'),
+                        b'f' => s.push('\u{c}'),
+                        b'n' => s.push('\n'),
+                        b'r' => s.push('\r'),
+                        b't' => s.push('\t'),
+                        b'u' => {
+                            let (c, len) = unicode_escape(bytes.get(at..)?)?;
+                            s.push(c);
+                            at += len;
+                        }
+                        _ => return None,
+                    }
+                }
+                // A control character: serde_json refuses it, with its own message.
+                _ => return None,
+            }
+            from = at;
+            at = from + first_escape(bytes.get(from..)?)?;
+        }
+    }
+
+    /// A number. Integers of up to 18 digits are read here; fractions, exponents, longer
+    /// integers and `-0` (a float to serde_json) are read by serde_json from their own text.
+    fn number(&mut self) -> Option<Value> {
+        let bytes = self.text.as_bytes();
+        let start = self.at;
+        let neg = bytes.get(start) == Some(&b'-');
+        let digits = start + usize::from(neg);
+        let mut at = skip_digits(bytes, digits);
+        let n = at - digits;
+        // JSON allows no leading zero.
+        if n == 0 || (n > 1 && bytes.get(digits) == Some(&b'0')) {
+            return None;
+        }
+        let plain = !matches!(bytes.get(at), Some(b'.' | b'e' | b'E'));
+        if plain && n <= 18 {
+            let m = bytes
+                .get(digits..at)?
+                .iter()
+                .fold(0u64, |m, d| m * 10 + u64::from(d - b'0'));
+            if !neg {
+                self.at = at;
+                return Some(Value::from(m));
+            }
+            if m != 0 {
+                self.at = at;
+                // 18 digits stay below 2^63.
+                return Some(Value::from(-i64::try_from(m).ok()?));
+            }
+        }
+        if bytes.get(at) == Some(&b'.') {
+            let from = at + 1;
+            at = skip_digits(bytes, from);
+            if at == from {
+                return None;
+            }
+        }
+        if let Some(b'e' | b'E') = bytes.get(at) {
+            at += 1;
+            if let Some(b'+' | b'-') = bytes.get(at) {
+                at += 1;
+            }
+            let from = at;
+            at = skip_digits(bytes, from);
+            if at == from {
+                return None;
+            }
+        }
+        let value = serde_json::from_str::<Value>(self.text.get(start..at)?).ok()?;
+        self.at = at;
+        Some(value)
+    }
+}
+
+fn skip_digits(bytes: &[u8], mut at: usize) -> usize {
+    while let Some(b'0'..=b'9') = bytes.get(at) {
+        at += 1;
+    }
+    at
+}
+
+fn hex4(bytes: &[u8]) -> Option<u32> {
+    let digits = bytes.get(..4)?;
+    digits.iter().try_fold(0u32, |n, &b| {
+        let d = (b as char).to_digit(16)?;
+        Some(n * 16 + d)
+    })
+}
+
+/// The character of a `\u` escape (the bytes after `\u`) and how many bytes it took: a
+/// surrogate pair is one character; a lone surrogate goes to serde_json.
+fn unicode_escape(bytes: &[u8]) -> Option<(char, usize)> {
+    let first = hex4(bytes)?;
+    if let Some(c) = char::from_u32(first) {
+        return Some((c, 4));
+    }
+    if !(0xD800..0xDC00).contains(&first) || bytes.get(4..6)? != b"\\u" {
+        return None;
+    }
+    let second = hex4(bytes.get(6..)?)?;
+    if !(0xDC00..0xE000).contains(&second) {
+        return None;
+    }
+    let c = char::from_u32(0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00))?;
+    Some((c, 10))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,10 +492,153 @@ mod tests {
         })
     }
 
+    /// `from_slice` gives serde_json's answer: the same value with its members in the same
+    /// order (`Map` equality ignores order, so the written text is compared too), or an error
+    /// with the same message.
+    fn reads_alike(bytes: &[u8]) {
+        let ours = from_slice(bytes);
+        let theirs = serde_json::from_slice::<Value>(bytes);
+        match (&ours, &theirs) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!(a, b, "{}", String::from_utf8_lossy(bytes));
+                assert_eq!(to_vec(a), to_vec(b), "{}", String::from_utf8_lossy(bytes));
+            }
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+            _ => panic!(
+                "{}: ours {ours:?}, serde_json {theirs:?}",
+                String::from_utf8_lossy(bytes)
+            ),
+        }
+    }
+
+    #[test]
+    fn reads_every_edge_case_as_serde_json_does() {
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        let cases = [
+            "0",
+            "-0",
+            "-0.0",
+            "7",
+            "-7",
+            "01",
+            "-01",
+            "1.",
+            ".5",
+            "1.5",
+            "-",
+            "-a",
+            "1e5",
+            "1E+5",
+            "1e-5",
+            "-1.25e-3",
+            "1e",
+            "1e+",
+            "1e400",
+            "123456789012345678",
+            "-123456789012345678",
+            "1234567890123456789",
+            "18446744073709551615",
+            "18446744073709551616",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "99999999999999999999999",
+            r#""""#,
+            r#""a""#,
+            r#""\"\\\/\b\f\n\r\t""#,
+            r#""\u0000\u001f\u00e9\u20ac""#,
+            r#""\ud83d\ude00""#,
+            r#""\uD83D\uDE00x""#,
+            r#""\ud83d""#,
+            r#""\ude00""#,
+            r#""\ud83d\u0041""#,
+            r#""\ud83dx""#,
+            r#""\u12""#,
+            r#""\u12g4""#,
+            r#""\x""#,
+            "\"tab\there\"",
+            "\"nl\nhere\"",
+            r#""unterminated"#,
+            r#""ends in \"#,
+            "\"é€😀\"",
+            "true",
+            "false",
+            "null",
+            "truex",
+            "nul",
+            "tru",
+            " \t\r\n1 \n",
+            "1 2",
+            "[1,]",
+            "[,1]",
+            "[1 2]",
+            "{}",
+            "[]",
+            "{ }",
+            "[ ]",
+            r#"{"a":1,}"#,
+            r#"{"a" 1}"#,
+            r#"{a:1}"#,
+            r#"{"a":1,"a":2,"b":3}"#,
+            r#"{"b":1,"a":{"d":[],"c":{}}}"#,
+            r#"{"k\u00e9y":"v"}"#,
+            "\u{feff}1",
+            "",
+            " ",
+            "[",
+            "{",
+            r#"{"a""#,
+            r#"{"a":"#,
+        ];
+        for case in cases {
+            reads_alike(case.as_bytes());
+        }
+        for n in [1, 99, 100, 101, 126, 127, 128, 129, 200] {
+            reads_alike(deep(n).as_bytes());
+        }
+        reads_alike(b"\"\xff\"");
+        reads_alike(b"[\"ok\", \"\xc3\"]");
+        reads_alike(b"{\"\xe2\x82\xac\": 1}");
+    }
+
+    #[test]
+    fn ordinary_documents_are_read_without_serde_json() {
+        // A reader that handed everything to serde_json would still read alike: this checks
+        // that the fast path is the one taken for the documents portico sees every call.
+        for doc in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":[1,-2,true,null,"x\ny"]}}}"#,
+            r#"{"treatment":"MASSAGE-60","openings":[{"ref":"M@2026-12-01T09:00","free":true}],"tz":"Europe/Lisbon"}"#,
+            r#"{"price":12.5,"ratio":-1e-3,"big":18446744073709551615,"neg":-0,"s":"\u00e9\ud83d\ude00"}"#,
+            " [ {} , [ ] , \"\" ] ",
+        ] {
+            assert!(read(doc.as_bytes()).is_some(), "{doc}");
+            reads_alike(doc.as_bytes());
+        }
+    }
+
     proptest! {
         #[test]
         fn any_value_is_written_as_serde_json_writes_it(v in value()) {
             prop_assert_eq!(to_vec(&v), serde_json::to_vec(&v).unwrap_or_default());
+        }
+
+        #[test]
+        fn any_written_value_is_read_back_without_serde_json(v in value()) {
+            for text in [to_vec(&v), serde_json::to_vec_pretty(&v).unwrap_or_default()] {
+                prop_assert!(read(&text).is_some());
+                reads_alike(&text);
+            }
+        }
+
+        #[test]
+        fn any_text_is_read_as_serde_json_reads_it(
+            text in r#"[\[\]{}",:0-9a-z.eE+\- \t\n\\/éu]{0,48}"#,
+        ) {
+            reads_alike(text.as_bytes());
+        }
+
+        #[test]
+        fn any_bytes_are_read_as_serde_json_reads_them(bytes in prop::collection::vec(any::<u8>(), 0..48)) {
+            reads_alike(&bytes);
         }
     }
 }

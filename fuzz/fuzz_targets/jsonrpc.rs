@@ -1,6 +1,7 @@
 //! The JSON-RPC/MCP message decoder: `parse` (nesting limit, then serde, then classification)
 //! on arbitrary bytes. It must never panic, a value it accepts is never nested deeper than the
-//! limit, an id it echoes in a rejection is always a valid JSON-RPC id (or null), and the answer
+//! limit, an id it echoes in a rejection is always a valid JSON-RPC id (or null), the reader
+//! (`json_text::from_slice`) reads every input exactly as serde_json does, and the answer
 //! writer (`json_text`) writes every accepted value exactly as serde_json does.
 #![no_main]
 
@@ -23,6 +24,22 @@ fn valid_id(id: &Value) -> bool {
 }
 
 fuzz_target!(|data: &[u8]| {
+    match (
+        portico::json_text::from_slice(data),
+        serde_json::from_slice::<Value>(data),
+    ) {
+        (Ok(ours), Ok(theirs)) => {
+            assert_eq!(ours, theirs, "json_text read another value");
+            // `Map` equality ignores member order; the text does not.
+            assert_eq!(
+                portico::json_text::to_vec(&ours),
+                portico::json_text::to_vec(&theirs),
+                "json_text read the members in another order"
+            );
+        }
+        (Err(ours), Err(theirs)) => assert_eq!(ours.to_string(), theirs.to_string()),
+        (ours, theirs) => panic!("json_text read {ours:?}, serde_json {theirs:?}"),
+    }
     match jsonrpc::parse_value(data, MAX_DEPTH) {
         Ok(value) => {
             assert_eq!(

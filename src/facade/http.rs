@@ -207,7 +207,7 @@ async fn answer(facade: &Facade, req: hyper::Request<Incoming>) -> Response<Full
         if !json {
             return problem(facade, 415, "the request body must be application/json");
         }
-        match serde_json::from_slice::<Value>(&bytes) {
+        match crate::json_text::from_slice(&bytes) {
             Ok(v) => Some(v),
             Err(e) => return problem(facade, 400, format!("the body is not JSON: {e}")),
         }

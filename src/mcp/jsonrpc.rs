@@ -89,7 +89,7 @@ pub fn parse_value(bytes: &[u8], max_depth: usize) -> Result<Value, Rejection> {
             id: Value::Null,
         });
     }
-    serde_json::from_slice(bytes).map_err(|e| Rejection {
+    crate::json_text::from_slice(bytes).map_err(|e| Rejection {
         code: PARSE_ERROR,
         message: format!("Parse error: {e}"),
         id: Value::Null,

@@ -22,7 +22,7 @@ pub struct RestResponse {
 /// Details body when it is one, its `Retry-After`.
 pub fn failure_of(resp: &RestResponse) -> Failure {
     let problem = is_problem(&resp.headers)
-        .then(|| serde_json::from_slice::<Value>(&resp.body).ok())
+        .then(|| crate::json_text::from_slice(&resp.body).ok())
         .flatten()
         .filter(Value::is_object)
         .map(Box::new);
@@ -112,7 +112,7 @@ pub fn outcome(tool: &Tool, call: &Call, resp: RestResponse) -> Outcome {
     let parsed: Result<Value, String> = if resp.body.iter().all(u8::is_ascii_whitespace) {
         Ok(Value::Null)
     } else {
-        serde_json::from_slice(&resp.body).map_err(|e| {
+        crate::json_text::from_slice(&resp.body).map_err(|e| {
             let kind = if is_json(&resp.headers) {
                 "malformed JSON"
             } else {
@@ -240,7 +240,7 @@ pub fn content_blocks(
     };
     let json_body = || {
         content::is_json(&media)
-            .then(|| serde_json::from_slice::<Value>(&resp.body).ok())
+            .then(|| crate::json_text::from_slice(&resp.body).ok())
             .flatten()
     };
     let render_uri = |t: &content::TextTemplate| {

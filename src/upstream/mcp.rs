@@ -408,7 +408,7 @@ impl McpUpstream {
             Some(self.read_sse(resp, id).await?)
         } else {
             let bytes = self.read_body(resp).await?;
-            serde_json::from_slice::<Value>(&bytes)
+            crate::json_text::from_slice(&bytes)
                 .ok()
                 .filter(Value::is_object)
         };

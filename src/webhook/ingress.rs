@@ -340,7 +340,7 @@ impl Ingress {
             return Err(Refusal::Replayed);
         }
         let payload: Value =
-            serde_json::from_slice(body).map_err(|e| Refusal::NotJson(e.to_string()))?;
+            crate::json_text::from_slice(body).map_err(|e| Refusal::NotJson(e.to_string()))?;
         let event = match &cfg.transform {
             None => payload,
             Some(t) => t
