@@ -839,7 +839,22 @@ impl Eval<'_> {
 
     /// Exactly one output, else jaq decides (Cartesian products, empty operands).
     fn one(&self, e: &Expr, input: &Value) -> Result<Value, Stop> {
-        self.val(e, input).map(Cow::into_owned)
+        self.leaf(e, input).map(Cow::into_owned)
+    }
+
+    /// [`Eval::val`], with the commonest leaves taken inline: a literal, the input and `.name`
+    /// of the input are most of a mapping's nodes, and each would otherwise cost a call.
+    #[inline(always)]
+    fn leaf<'a>(&'a self, e: &'a Expr, input: &'a Value) -> Result<Cow<'a, Value>, Stop> {
+        match e {
+            Expr::Lit(v) => Ok(Cow::Borrowed(v)),
+            Expr::Id => Ok(Cow::Borrowed(input)),
+            Expr::Path(root, steps) if matches!(**root, Expr::Id) => match steps.as_slice() {
+                [Step::Field(k)] => field(input, k).map(Cow::Borrowed),
+                _ => self.val(e, input),
+            },
+            _ => self.val(e, input),
+        }
     }
 
     /// Exactly one output, like [`Eval::one`], computed directly (no output callbacks) for
@@ -867,14 +882,14 @@ impl Eval<'_> {
                 }
             }
             Expr::Math(op, l, r) => {
-                Cow::Owned(arith(*op, self.val(l, input)?, self.val(r, input)?)?)
+                Cow::Owned(arith(*op, self.leaf(l, input)?, self.leaf(r, input)?)?)
             }
             Expr::Str(segs) => {
                 let mut s = String::new();
                 for seg in segs {
                     match seg {
                         Seg::Text(t) => s.push_str(t),
-                        Seg::Interp(e) => push_text(&mut s, &*self.val(e, input)?)?,
+                        Seg::Interp(e) => push_text(&mut s, &*self.leaf(e, input)?)?,
                     }
                 }
                 Cow::Owned(Value::String(s))
@@ -882,28 +897,28 @@ impl Eval<'_> {
             Expr::Obj(entries) => Cow::Owned(self.object(entries, input)?),
             Expr::Cmp(op, l, r) => Cow::Owned(Value::Bool(compare(
                 *op,
-                &*self.val(l, input)?,
-                &*self.val(r, input)?,
+                &*self.leaf(l, input)?,
+                &*self.leaf(r, input)?,
             )?)),
             Expr::And(l, r) => Cow::Owned(Value::Bool(
-                truthy(&*self.val(l, input)?) && truthy(&*self.val(r, input)?),
+                truthy(&*self.leaf(l, input)?) && truthy(&*self.leaf(r, input)?),
             )),
             Expr::Or(l, r) => Cow::Owned(Value::Bool(
-                truthy(&*self.val(l, input)?) || truthy(&*self.val(r, input)?),
+                truthy(&*self.leaf(l, input)?) || truthy(&*self.leaf(r, input)?),
             )),
             Expr::If(branches, other) => {
                 for (cond, then) in branches {
-                    if truthy(&*self.val(cond, input)?) {
-                        return self.val(then, input);
+                    if truthy(&*self.leaf(cond, input)?) {
+                        return self.leaf(then, input);
                     }
                 }
-                self.val(other, input)?
+                self.leaf(other, input)?
             }
             Expr::Call(f, args) => Cow::Owned(self.builtin1(*f, args, input)?),
             // One left output feeds the right side once; its outputs are the pipe's.
-            Expr::Pipe(l, r) if single(l) => match self.val(l, input)? {
-                Cow::Borrowed(x) => self.val(r, x)?,
-                Cow::Owned(x) => Cow::Owned(self.val(r, &x)?.into_owned()),
+            Expr::Pipe(l, r) if single(l) => match self.leaf(l, input)? {
+                Cow::Borrowed(x) => self.leaf(r, x)?,
+                Cow::Owned(x) => Cow::Owned(self.leaf(r, &x)?.into_owned()),
             },
             _ => Cow::Owned(self.one_each(e, input)?),
         })
@@ -1032,7 +1047,7 @@ impl Eval<'_> {
                 _ => miss(),
             },
             Step::Index(i) => {
-                let i = self.val(i, orig)?;
+                let i = self.leaf(i, orig)?;
                 match (cur, &*i) {
                     (Value::Null, _) => self.steps(&NULL, rest, orig, out),
                     (Value::Object(m), Value::String(k)) => {
@@ -1067,8 +1082,8 @@ impl Eval<'_> {
         to: Option<&Expr>,
         orig: &Value,
     ) -> Result<Option<Value>, Stop> {
-        let from = from.map(|e| self.val(e, orig)).transpose()?;
-        let to = to.map(|e| self.val(e, orig)).transpose()?;
+        let from = from.map(|e| self.leaf(e, orig)).transpose()?;
+        let to = to.map(|e| self.leaf(e, orig)).transpose()?;
         let (from, to) = (from.as_deref(), to.as_deref());
         Ok(Some(match cur {
             Value::Array(a) => {
@@ -1106,7 +1121,7 @@ impl Eval<'_> {
             | Expr::Math(..)
             | Expr::Cmp(..)
             | Expr::And(..)
-            | Expr::Or(..) => out(self.val(e, input)?.into_owned()),
+            | Expr::Or(..) => out(self.leaf(e, input)?.into_owned()),
             Expr::Arr(None) => out(Value::Array(Vec::new())),
             Expr::Arr(Some(inner)) => {
                 let mut items = Vec::new();
@@ -1117,7 +1132,7 @@ impl Eval<'_> {
                 out(Value::Array(items))
             }
             Expr::Neg(inner) => {
-                let n = match num(&*self.val(inner, input)?)? {
+                let n = match num(&*self.leaf(inner, input)?)? {
                     N::I(i) => N::I(i.checked_neg().ok_or(Stop::Fallback)?),
                     N::F(f) => N::F(-f),
                 };
@@ -1180,7 +1195,7 @@ impl Eval<'_> {
 
     /// The truth of an `if` condition (exactly one output, else jaq decides).
     fn holds(&self, cond: &Expr, input: &Value) -> Result<bool, Stop> {
-        Ok(truthy(&*self.val(cond, input)?))
+        Ok(truthy(&*self.leaf(cond, input)?))
     }
 
     fn each_path(&self, e: &Expr, input: &Value, out: Out<'_>) -> Res {
