@@ -79,13 +79,21 @@ fn write_number(n: &serde_json::Number, out: &mut Vec<u8>) {
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
 
-/// True when one of the eight bytes of `w` is `"`, `\` or below 0x20. Exact for "any byte": the
-/// borrow of a subtraction can mark a later byte only after an earlier one already matched.
+/// The high bit of each of the eight bytes of `w` (little-endian) that is `"`, `\` or below
+/// 0x20. The lowest set bit is exact: the borrow of a subtraction can mark a later byte only
+/// after an earlier one already matched.
 #[inline]
-fn needs_escape(w: u64) -> bool {
+fn escape_mask(w: u64) -> u64 {
     let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
     let control = w.wrapping_sub(0x20 * ONES) & !w & HIGHS;
-    (control | zero(w ^ (b'"' as u64 * ONES)) | zero(w ^ (b'\\' as u64 * ONES))) != 0
+    control | zero(w ^ (b'"' as u64 * ONES)) | zero(w ^ (b'\\' as u64 * ONES))
+}
+
+/// The first byte that needs an escape in `w`, if any.
+#[inline]
+fn first_in_word(w: [u8; 8]) -> Option<usize> {
+    let mask = escape_mask(u64::from_le_bytes(w));
+    (mask != 0).then(|| (mask.trailing_zeros() / 8) as usize)
 }
 
 /// The escape serde_json writes for a byte: 0 for none, `u` for `\u00XX`, else the letter.
@@ -106,22 +114,26 @@ static ESCAPE: [u8; 256] = {
     t
 };
 
-/// Where the first byte that needs an escape is, eight bytes at a time.
+/// Where the first byte that needs an escape is, eight bytes at a time (the last few bytes
+/// too, padded with spaces, which never need one).
 fn first_escape(bytes: &[u8]) -> Option<usize> {
     let mut words = bytes.chunks_exact(8);
     let mut at = 0;
     for word in words.by_ref() {
         if let Ok(w) = <[u8; 8]>::try_from(word)
-            && needs_escape(u64::from_le_bytes(w))
+            && let Some(i) = first_in_word(w)
         {
-            break;
+            return Some(at + i);
         }
         at += 8;
     }
-    bytes[at..]
-        .iter()
-        .position(|&b| ESCAPE[b as usize] != 0)
-        .map(|p| at + p)
+    let tail = words.remainder();
+    if tail.is_empty() {
+        return None;
+    }
+    let mut w = [b' '; 8];
+    w.get_mut(..tail.len())?.copy_from_slice(tail);
+    first_in_word(w).map(|i| at + i)
 }
 
 fn write_str(s: &str, out: &mut Vec<u8>) {
