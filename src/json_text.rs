@@ -178,18 +178,25 @@ const READ_DEPTH: usize = 100;
 
 /// The document, when the fast reader reads it all; `None` hands it to serde_json.
 fn read(bytes: &[u8]) -> Option<Value> {
+    read_nested(bytes).map(|(value, _)| value)
+}
+
+/// The document and its deepest nesting of arrays and objects (0 for a scalar), when the fast
+/// reader reads it all: then `from_slice` gives the same value. `None` says nothing about it.
+pub fn read_nested(bytes: &[u8]) -> Option<(Value, usize)> {
     let text = std::str::from_utf8(bytes).ok()?;
     let mut r = Reader {
         text,
         at: 0,
         depth: 0,
+        deepest: 0,
         items: Vec::new(),
         members: Vec::new(),
     };
     r.ws();
     let value = r.value()?;
     r.ws();
-    (r.at == bytes.len()).then_some(value)
+    (r.at == bytes.len()).then_some((value, r.deepest))
 }
 
 /// A cursor over valid UTF-8 JSON text. Containers being read keep their items on shared
@@ -198,6 +205,7 @@ struct Reader<'a> {
     text: &'a str,
     at: usize,
     depth: usize,
+    deepest: usize,
     items: Vec<Value>,
     members: Vec<(String, Value)>,
 }
@@ -238,6 +246,7 @@ impl Reader<'_> {
     fn open(&mut self, close: u8) -> Option<bool> {
         self.at += 1;
         self.depth += 1;
+        self.deepest = self.deepest.max(self.depth);
         self.ws();
         if self.depth > READ_DEPTH {
             return None;

@@ -80,14 +80,24 @@ pub fn parse(bytes: &[u8], max_depth: usize) -> Result<Message, Rejection> {
     classify(parse_value(bytes, max_depth)?)
 }
 
-/// Parses a body into JSON with the nesting limit checked first.
+/// Parses a body into JSON within the nesting limit: checked while reading by the one-pass
+/// reader (itself bounded), else over the raw bytes before serde_json reads them.
 pub fn parse_value(bytes: &[u8], max_depth: usize) -> Result<Value, Rejection> {
+    let too_deep = || Rejection {
+        code: INVALID_REQUEST,
+        message: format!("JSON nesting deeper than {max_depth} levels"),
+        id: Value::Null,
+    };
+    // Well-formed JSON read in one pass: its nesting is the byte scan's depth.
+    if let Some((value, deepest)) = crate::json_text::read_nested(bytes) {
+        return if deepest > max_depth {
+            Err(too_deep())
+        } else {
+            Ok(value)
+        };
+    }
     if depth_exceeds(bytes, max_depth) {
-        return Err(Rejection {
-            code: INVALID_REQUEST,
-            message: format!("JSON nesting deeper than {max_depth} levels"),
-            id: Value::Null,
-        });
+        return Err(too_deep());
     }
     crate::json_text::from_slice(bytes).map_err(|e| Rejection {
         code: PARSE_ERROR,
@@ -175,6 +185,38 @@ pub fn error(id: &Value, code: i64, message: &str, data: Option<Value>) -> Value
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The nesting limit as it was checked before the one-pass reader: the byte scan first,
+    /// then serde_json.
+    fn two_pass(bytes: &[u8], max: usize) -> Result<Value, String> {
+        if depth_exceeds(bytes, max) {
+            return Err(format!("JSON nesting deeper than {max} levels"));
+        }
+        serde_json::from_slice(bytes).map_err(|e| format!("Parse error: {e}"))
+    }
+
+    #[test]
+    fn the_nesting_limit_is_the_byte_scans_at_every_depth() {
+        // Brackets inside strings (escaped quotes too) do not count; both container kinds do.
+        for n in 0..80 {
+            let open: String = (0..n)
+                .map(|i| if i % 2 == 0 { "[" } else { "{\"k\":" })
+                .collect();
+            let close: String = (0..n)
+                .rev()
+                .map(|i| if i % 2 == 0 { "]" } else { "}" })
+                .collect();
+            for inner in [r#""[{\"[""#, "1", "[]", "{}"] {
+                for tail in ["", " ", "x", "]"] {
+                    let doc = format!("{open}{inner}{close}{tail}");
+                    for max in [0, 1, 2, 40, 64, 79, 100] {
+                        let ours = parse_value(doc.as_bytes(), max).map_err(|r| r.message);
+                        assert_eq!(ours, two_pass(doc.as_bytes(), max), "{doc} at {max}");
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn classifies_messages() {
