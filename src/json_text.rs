@@ -7,9 +7,10 @@
 //!
 //! Every request body and backend answer is read here too ([`from_slice`]). The same eight-byte
 //! scan finds the end of each string; the input's UTF-8 is checked once, not string by string;
-//! objects and arrays are built at their final size. Anything out of the ordinary (any error, a
-//! fraction or exponent, a long integer, a surrogate escape, deep nesting) is handed to
-//! serde_json, which then reads the whole document: it stays the reference for every answer.
+//! objects and arrays are built at their final size. serde_json stays the reference for every
+//! answer: a number with a fraction or exponent, an integer of 19 digits or more and `-0` are
+//! read by serde_json from their own text; any error, a lone surrogate escape or nesting past
+//! 100 levels hands the whole document to serde_json, which reads it again from the start.
 
 use serde_json::{Map, Value};
 
