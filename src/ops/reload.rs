@@ -275,14 +275,15 @@ pub fn spawn(
             if !forced && watch.interval.is_none() {
                 continue;
             }
-            let now = fingerprint(&watch.paths, &sources(&core));
-            if !forced && now == seen {
+            let judged_sources = sources(&core);
+            let mut judged = fingerprint(&watch.paths, &judged_sources);
+            if !forced && judged == seen {
                 continue;
             }
             if !forced {
                 // A writer may be half-way through: wait until two reads agree.
-                let settled = settle(&watch.paths, &sources(&core), now).await;
-                if settled == seen {
+                judged = settle(&watch.paths, &judged_sources, judged).await;
+                if judged == seen {
                     continue;
                 }
             }
@@ -299,8 +300,16 @@ pub fn spawn(
             .flatten()
             .unwrap_or(false);
             tracing::debug!(applied, forced, "reload attempt finished");
-            // Failed or not, this content has been judged: only a new change retries.
-            seen = fingerprint(&watch.paths, &sources(&core));
+            // Failed or not, this content has been judged: only a new change retries. A change
+            // made while it was being judged is a new change: the files are read again (with
+            // the sources the judged content named) after the new fingerprint is taken, and
+            // if they moved, the judged fingerprint stays, so the next tick reloads.
+            let fresh = fingerprint(&watch.paths, &sources(&core));
+            seen = if fingerprint(&watch.paths, &judged_sources) == judged {
+                fresh
+            } else {
+                judged
+            };
         }
     })
 }
