@@ -137,7 +137,7 @@ pub struct Tool {
     pub body: Option<Transform>,
     pub result: Option<Transform>,
     pub business_messages: Option<Transform>,
-    pub summary: Option<minijinja::Environment<'static>>,
+    pub summary: Option<crate::translate::summary::Summary>,
     outcomes: HashMap<StatusKey, OutcomeRule>,
     pub capability: Option<String>,
     pub idempotency_required: bool,
@@ -1242,22 +1242,18 @@ fn compile_tool(
     }
     let summary = match &ts.summary {
         None => None,
-        Some(src) => {
-            let mut env = minijinja::Environment::new();
-            env.set_undefined_behavior(minijinja::UndefinedBehavior::Lenient);
-            match env.add_template_owned("summary", src.clone()) {
-                Ok(()) => Some(env),
-                Err(e) => {
-                    diags.push(
+        Some(src) => match crate::translate::summary::Summary::compile(src) {
+            Ok(summary) => Some(summary),
+            Err(e) => {
+                diags.push(
                         Diagnostic::error(file, format!("summary template: {e}"))
                             .line(at("summary"))
                             .at(here("summary"))
                             .hint("MiniJinja syntax, e.g. `{{ slots | length }} slots for {{ service_id }}`"),
                     );
-                    None
-                }
+                None
             }
-        }
+        },
     };
     let timeout = match &ts.timeout {
         None => business.backend.timeout,

@@ -1,5 +1,5 @@
-//! Renders a tool's MiniJinja summary over `structuredContent` and the arguments, seen in place.
-//! It never changes the result it reads, and never converts it up front (children are wrapped on access).
+//! Renders tool summaries over `structuredContent` and the arguments, seen in place: MiniJinja, or natively for its common subset.
+//! It never changes the result it reads, never converts it up front, and never renders a text MiniJinja would not.
 
 use minijinja::value::{Enumerator, Object, ObjectRepr, Value as Jv};
 use serde_json::Value;
@@ -150,9 +150,48 @@ impl Object for Top {
     }
 }
 
-/// Renders the environment's `summary` template; `content` is lent to the template and given
-/// back unchanged.
-pub fn render(
+/// A tool's compiled summary: the MiniJinja template, plus a native plan when the template is
+/// inside the subset [`Plan`] renders.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    env: minijinja::Environment<'static>,
+    plan: Option<Plan>,
+}
+
+impl Summary {
+    /// Compiles `src` (MiniJinja syntax, undefined values lenient).
+    pub fn compile(src: &str) -> Result<Summary, minijinja::Error> {
+        let mut env = minijinja::Environment::new();
+        env.set_undefined_behavior(minijinja::UndefinedBehavior::Lenient);
+        env.add_template_owned("summary", src.to_string())?;
+        Ok(Summary {
+            env,
+            plan: Plan::parse(src),
+        })
+    }
+
+    /// True when the template is rendered natively whenever its values allow.
+    pub fn is_native(&self) -> bool {
+        self.plan.is_some()
+    }
+}
+
+/// Renders a tool's summary; `content` is lent to the template and given back unchanged. The
+/// native plan renders it when it can (the same text: tests compare it with MiniJinja's);
+/// anything it does not model (a float, an undefined value, a container printed whole) goes
+/// to MiniJinja.
+pub fn render(s: &Summary, content: &mut Value, args: &Value) -> Result<String, minijinja::Error> {
+    if let Some(plan) = &s.plan {
+        let mut out = String::new();
+        if plan.render(content, args, &mut out).is_some() {
+            return Ok(out);
+        }
+    }
+    render_minijinja(&s.env, content, args)
+}
+
+/// Renders with MiniJinja.
+fn render_minijinja(
     env: &minijinja::Environment<'static>,
     content: &mut Value,
     args: &Value,
@@ -170,16 +209,233 @@ pub fn render(
     rendered
 }
 
+/// Names MiniJinja resolves without the context (keywords and default globals): left to it.
+const RESERVED: [&str; 22] = [
+    "true",
+    "false",
+    "none",
+    "True",
+    "False",
+    "None",
+    "not",
+    "and",
+    "or",
+    "in",
+    "is",
+    "if",
+    "else",
+    "elif",
+    "for",
+    "loop",
+    "self",
+    "range",
+    "dict",
+    "namespace",
+    "debug",
+    "super",
+];
+
+#[derive(Debug, Clone)]
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+#[derive(Debug, Clone)]
+enum Node {
+    Text(String),
+    /// `{{ path }}`, or `{{ path | length }}` when the flag is set.
+    Print(Vec<Step>, bool),
+    /// `{% if path %}…{% endif %}`.
+    If(Vec<Step>, Vec<Node>),
+}
+
+/// The subset of MiniJinja rendered natively: text, `{{ a.b[0].c }}`, `{{ a | length }}` and
+/// `{% if a %}…{% endif %}` (nested), no whitespace control, no comments, no trailing newline
+/// (which MiniJinja drops). Parsing is strict: anything else leaves the template to MiniJinja.
+#[derive(Debug, Clone)]
+pub struct Plan(Vec<Node>);
+
+impl Plan {
+    fn parse(src: &str) -> Option<Plan> {
+        if src.ends_with('\n') {
+            return None;
+        }
+        let mut rest = src;
+        let nodes = block(&mut rest, false)?;
+        rest.is_empty().then_some(Plan(nodes))
+    }
+
+    /// Appends the rendered text; `None` when a value is outside what it models.
+    fn render(&self, content: &Value, args: &Value, out: &mut String) -> Option<()> {
+        nodes(&self.0, content, args, out)
+    }
+}
+
+/// Nodes up to the end of `rest`, or up to `{% endif %}` (consumed) when `in_if`.
+fn block(rest: &mut &str, in_if: bool) -> Option<Vec<Node>> {
+    let mut out = Vec::new();
+    loop {
+        let Some(at) = tag_start(rest) else {
+            if in_if {
+                return None;
+            }
+            if !rest.is_empty() {
+                out.push(Node::Text(rest.to_string()));
+            }
+            *rest = "";
+            return Some(out);
+        };
+        if at > 0 {
+            out.push(Node::Text(rest.get(..at)?.to_string()));
+        }
+        let tag = rest.get(at..)?;
+        let (open, close) = (
+            tag.get(..2)?,
+            if tag.starts_with("{{") { "}}" } else { "%}" },
+        );
+        if open == "{#" {
+            return None;
+        }
+        let end = tag.find(close)?;
+        let inner = tag.get(2..end)?;
+        *rest = tag.get(end + 2..)?;
+        if inner.starts_with(['-', '+']) || inner.ends_with(['-', '+']) {
+            return None;
+        }
+        if open == "{{" {
+            let (path, length) = match inner.split_once('|') {
+                Some((p, f)) if f.trim() == "length" => (p, true),
+                Some(_) => return None,
+                None => (inner, false),
+            };
+            out.push(Node::Print(path_of(path.trim())?, length));
+            continue;
+        }
+        let mut words = inner.split_whitespace();
+        match (words.next(), words.next(), words.next()) {
+            (Some("if"), Some(p), None) => {
+                let path = path_of(p)?;
+                out.push(Node::If(path, block(rest, true)?));
+            }
+            (Some("endif"), None, None) if in_if => return Some(out),
+            _ => return None,
+        }
+    }
+}
+
+/// Where the next `{{`, `{%` or `{#` starts.
+fn tag_start(s: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    (0..b.len().saturating_sub(1)).find(|&i| b[i] == b'{' && matches!(b[i + 1], b'{' | b'%' | b'#'))
+}
+
+/// `name(.name | [digits])*`, with no spaces.
+fn path_of(p: &str) -> Option<Vec<Step>> {
+    let ident_len = |s: &str| {
+        let n = s
+            .bytes()
+            .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+            .count();
+        (n > 0 && !s.as_bytes()[0].is_ascii_digit()).then_some(n)
+    };
+    let n = ident_len(p)?;
+    let first = p.get(..n)?;
+    if RESERVED.contains(&first) {
+        return None;
+    }
+    let mut steps = vec![Step::Key(first.to_string())];
+    let mut rest = p.get(n..)?;
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('.') {
+            let n = ident_len(r)?;
+            steps.push(Step::Key(r.get(..n)?.to_string()));
+            rest = r.get(n..)?;
+        } else if let Some(r) = rest.strip_prefix('[') {
+            let (digits, after) = r.split_once(']')?;
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            steps.push(Step::Index(digits.parse().ok()?));
+            rest = after;
+        } else {
+            return None;
+        }
+    }
+    Some(steps)
+}
+
+/// The value at `path`: `args` is the arguments, any other first name a member of the content
+/// (as the template's top level sees them). `None` for anything undefined.
+fn lookup<'a>(path: &[Step], content: &'a Value, args: &'a Value) -> Option<&'a Value> {
+    let (first, rest) = path.split_first()?;
+    let mut cur = match first {
+        Step::Key(k) if k == "args" => args,
+        Step::Key(k) => content.as_object()?.get(k)?,
+        Step::Index(_) => return None,
+    };
+    for step in rest {
+        cur = match step {
+            Step::Key(k) => cur.as_object()?.get(k)?,
+            Step::Index(i) => cur.as_array()?.get(*i)?,
+        };
+    }
+    Some(cur)
+}
+
+fn nodes(list: &[Node], content: &Value, args: &Value, out: &mut String) -> Option<()> {
+    for node in list {
+        match node {
+            Node::Text(t) => out.push_str(t),
+            Node::Print(path, length) => {
+                let v = lookup(path, content, args)?;
+                let n = match (v, length) {
+                    (Value::String(s), false) => {
+                        out.push_str(s);
+                        continue;
+                    }
+                    (Value::Number(n), false) => match (n.as_i64(), n.as_u64()) {
+                        (Some(i), _) => i128::from(i),
+                        (None, Some(u)) => i128::from(u),
+                        _ => return None,
+                    },
+                    (Value::String(s), true) => s.chars().count() as i128,
+                    (Value::Array(a), true) => a.len() as i128,
+                    (Value::Object(m), true) => m.len() as i128,
+                    _ => return None,
+                };
+                out.push_str(itoa::Buffer::new().format(n));
+            }
+            Node::If(path, body) => {
+                let truth = match lookup(path, content, args)? {
+                    Value::Null => false,
+                    Value::Bool(b) => *b,
+                    Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+                        (Some(i), _) => i != 0,
+                        (None, Some(_)) => true,
+                        _ => return None,
+                    },
+                    Value::String(s) => !s.is_empty(),
+                    Value::Array(a) => !a.is_empty(),
+                    Value::Object(m) => !m.is_empty(),
+                };
+                if truth {
+                    nodes(body, content, args, out)?;
+                }
+            }
+        }
+    }
+    Some(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
 
-    fn env(src: &str) -> minijinja::Environment<'static> {
-        let mut env = minijinja::Environment::new();
-        env.add_template_owned("summary", src.to_string())
-            .expect("template compiles");
-        env
+    fn env(src: &str) -> Summary {
+        Summary::compile(src).expect("template compiles")
     }
 
     #[test]
@@ -203,6 +459,122 @@ mod tests {
             "M-60 2 09:00 11:00 [09:00][11:00] 4 1.5 True True deep ana True a 1"
         );
         assert_eq!(sc, before, "the content is given back unchanged");
+    }
+
+    /// The native plan's text, if it renders, must be MiniJinja's; returns whether it rendered.
+    fn renders_alike(src: &str, content: &Value, args: &Value) -> bool {
+        let s = env(src);
+        let reference = render_minijinja(&s.env, &mut content.clone(), args);
+        let Some(plan) = &s.plan else {
+            return false;
+        };
+        let mut out = String::new();
+        if plan.render(content, args, &mut out).is_none() {
+            return false;
+        }
+        assert_eq!(
+            Ok(out),
+            reference.map_err(|e| e.to_string()),
+            "{src} on {content}"
+        );
+        true
+    }
+
+    const NATIVE: [&str; 13] = [
+        "Found {{ slots | length }} available slot(s) for {{ service_id }} from {{ args.start_date }} to {{ args.end_date }}{% if slots %}; first: {{ slots[0].start }}{% endif %}.",
+        "{{ a }}",
+        "x{{a.b}}y{{ a.b | length }}z",
+        "{%if a%}[{% if b %}{{ b }}{% endif %}]{%endif%} {{ args.end_date }}",
+        "{ not a tag } }} %} {{ n }}",
+        "{{ slots[1].start }}{{ s|length }}",
+        "",
+        "plain text only",
+        "{% if a %}a{% endif %}",
+        "{% if b %}b{% endif %}",
+        "{% if n %}n{% endif %}",
+        "{% if slots %}l{% endif %}",
+        "{{ args.start_date }}",
+    ];
+
+    #[test]
+    fn native_plans_render_what_minijinja_renders() {
+        for src in NATIVE {
+            assert!(env(src).is_native(), "{src} should be native");
+        }
+        for src in [
+            "{{ a }}\n",
+            "{{- a }}",
+            "{{ a -}}",
+            "{# c #}{{ a }}",
+            "{% for s in slots %}{{ s }}{% endfor %}",
+            "{% if a %}x{% else %}y{% endif %}",
+            "{% if a %}x",
+            "{% endif %}",
+            "{{ a | upper }}",
+            "{{ a + 1 }}",
+            "{{ slots[-1] }}",
+            "{{ true }}",
+            "{{ range }}",
+            "{{ a['b'] }}",
+            "{{ 1a }}",
+        ] {
+            // Some do not compile at all; none may be taken natively.
+            let native = Summary::compile(src).is_ok_and(|s| s.is_native());
+            assert!(!native, "{src} should be MiniJinja's");
+        }
+        let args = json!({"start_date": "2026-12-01", "end_date": "2026-12-02"});
+        let contents = [
+            json!({"service_id": "M-60", "slots": [{"start": "09:00"}, {"start": "11:00"}],
+                   "a": "é€😀", "b": 0, "n": 7, "s": "héllo"}),
+            json!({"service_id": "M-60", "slots": [], "a": {"b": "deep"}, "b": true, "n": -3}),
+            json!({"service_id": 18446744073709551615u64, "slots": {"k": 1}, "a": [], "b": "", "n": null}),
+            json!({"a": 1.5, "b": false, "n": false, "slots": [{"start": 1}, {"start": 2.5}]}),
+            json!({"a": {"b": [1, 2, 3]}, "b": {"x": null}, "s": [1], "args": "shadowed?"}),
+            json!({"a": {}, "b": "", "n": 0, "s": "", "slots": {}}),
+            json!({"a": {"k": 0}, "b": "x", "n": 2, "s": "", "slots": [[]]}),
+            json!([1, 2]),
+            json!(null),
+        ];
+        let mut rendered = 0;
+        for src in NATIVE {
+            for content in &contents {
+                rendered += usize::from(renders_alike(src, content, &args));
+            }
+        }
+        assert!(
+            rendered >= 20,
+            "the native plan rendered only {rendered} cases"
+        );
+    }
+
+    fn json_leaf() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            any::<u64>().prop_map(|n| json!(n)),
+            (-1e6f64..1e6).prop_map(|f| json!(f)),
+            "[a-z é{}%#]{0,8}".prop_map(Value::String),
+        ]
+    }
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        json_leaf().prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::vec(("[abns]|start|slots", inner), 0..4)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_content_renders_as_minijinja_renders(content in json_value(), args in json_value()) {
+            for src in NATIVE {
+                renders_alike(src, &content, &args);
+            }
+        }
     }
 
     #[test]
