@@ -99,7 +99,8 @@ pub fn parse_value(bytes: &[u8], max_depth: usize) -> Result<Value, Rejection> {
     if depth_exceeds(bytes, max_depth) {
         return Err(too_deep());
     }
-    crate::json_text::from_slice(bytes).map_err(|e| Rejection {
+    // The one-pass reader already declined this body: serde_json reads it (and words the error).
+    serde_json::from_slice(bytes).map_err(|e| Rejection {
         code: PARSE_ERROR,
         message: format!("Parse error: {e}"),
         id: Value::Null,

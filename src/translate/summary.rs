@@ -1,5 +1,5 @@
-//! Renders tool summaries over `structuredContent` and the arguments, seen in place: MiniJinja, or natively for its common subset.
-//! It never changes the result it reads, never converts it up front, and never renders a text MiniJinja would not.
+//! Tool summaries over `structuredContent` and the arguments, seen in place (MiniJinja or native).
+//! It never changes what it reads or converts it up front, nor renders what MiniJinja would not.
 
 use minijinja::value::{Enumerator, Object, ObjectRepr, Value as Jv};
 use serde_json::Value;
@@ -169,11 +169,6 @@ impl Summary {
             plan: Plan::parse(src),
         })
     }
-
-    /// True when the template is rendered natively whenever its values allow.
-    pub fn is_native(&self) -> bool {
-        self.plan.is_some()
-    }
 }
 
 /// Renders a tool's summary; `content` is lent to the template and given back unchanged. The
@@ -236,18 +231,12 @@ const RESERVED: [&str; 22] = [
 ];
 
 #[derive(Debug, Clone)]
-enum Step {
-    Key(String),
-    Index(usize),
-}
-
-#[derive(Debug, Clone)]
 enum Node {
     Text(String),
     /// `{{ path }}`, or `{{ path | length }}` when the flag is set.
-    Print(Vec<Step>, bool),
+    Print(Vec<Seg>, bool),
     /// `{% if path %}…{% endif %}`.
-    If(Vec<Step>, Vec<Node>),
+    If(Vec<Seg>, Vec<Node>),
 }
 
 /// The subset of MiniJinja rendered natively: text, `{{ a.b[0].c }}`, `{{ a | length }}` and
@@ -331,7 +320,7 @@ fn tag_start(s: &str) -> Option<usize> {
 }
 
 /// `name(.name | [digits])*`, with no spaces.
-fn path_of(p: &str) -> Option<Vec<Step>> {
+fn path_of(p: &str) -> Option<Vec<Seg>> {
     let ident_len = |s: &str| {
         let n = s
             .bytes()
@@ -344,19 +333,19 @@ fn path_of(p: &str) -> Option<Vec<Step>> {
     if RESERVED.contains(&first) {
         return None;
     }
-    let mut steps = vec![Step::Key(first.to_string())];
+    let mut steps = vec![Seg::Key(Arc::from(first))];
     let mut rest = p.get(n..)?;
     while !rest.is_empty() {
         if let Some(r) = rest.strip_prefix('.') {
             let n = ident_len(r)?;
-            steps.push(Step::Key(r.get(..n)?.to_string()));
+            steps.push(Seg::Key(Arc::from(r.get(..n)?)));
             rest = r.get(n..)?;
         } else if let Some(r) = rest.strip_prefix('[') {
             let (digits, after) = r.split_once(']')?;
             if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
                 return None;
             }
-            steps.push(Step::Index(digits.parse().ok()?));
+            steps.push(Seg::Index(digits.parse().ok()?));
             rest = after;
         } else {
             return None;
@@ -367,17 +356,17 @@ fn path_of(p: &str) -> Option<Vec<Step>> {
 
 /// The value at `path`: `args` is the arguments, any other first name a member of the content
 /// (as the template's top level sees them). `None` for anything undefined.
-fn lookup<'a>(path: &[Step], content: &'a Value, args: &'a Value) -> Option<&'a Value> {
+fn lookup<'a>(path: &[Seg], content: &'a Value, args: &'a Value) -> Option<&'a Value> {
     let (first, rest) = path.split_first()?;
     let mut cur = match first {
-        Step::Key(k) if k == "args" => args,
-        Step::Key(k) => content.as_object()?.get(k)?,
-        Step::Index(_) => return None,
+        Seg::Key(k) if &**k == "args" => args,
+        Seg::Key(k) => content.as_object()?.get(&**k)?,
+        Seg::Index(_) => return None,
     };
     for step in rest {
         cur = match step {
-            Step::Key(k) => cur.as_object()?.get(k)?,
-            Step::Index(i) => cur.as_array()?.get(*i)?,
+            Seg::Key(k) => cur.as_object()?.get(&**k)?,
+            Seg::Index(i) => cur.as_array()?.get(*i)?,
         };
     }
     Some(cur)
@@ -499,7 +488,7 @@ mod tests {
     #[test]
     fn native_plans_render_what_minijinja_renders() {
         for src in NATIVE {
-            assert!(env(src).is_native(), "{src} should be native");
+            assert!(env(src).plan.is_some(), "{src} should be native");
         }
         for src in [
             "{{ a }}\n",
@@ -519,7 +508,7 @@ mod tests {
             "{{ 1a }}",
         ] {
             // Some do not compile at all; none may be taken natively.
-            let native = Summary::compile(src).is_ok_and(|s| s.is_native());
+            let native = Summary::compile(src).is_ok_and(|s| s.plan.is_some());
             assert!(!native, "{src} should be MiniJinja's");
         }
         let args = json!({"start_date": "2026-12-01", "end_date": "2026-12-02"});
