@@ -9,7 +9,7 @@ use serde_json::json;
 use std::hint::black_box;
 
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: portico::ops::alloc::Allocator = portico::ops::alloc::Allocator;
 
 fn gateway() -> portico::config::Gateway {
     let dir = portico::demo::write_files("127.0.0.1:9".parse().unwrap(), None).expect("demo files");

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: portico::ops::alloc::Allocator = portico::ops::alloc::Allocator;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -12,9 +12,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 /// mimalloc: the translation path allocates many small JSON values; measured in
-/// docs/benchmarks.md against the system allocator.
+/// docs/benchmarks.md against the system allocator and against the `mimalloc` crate's wrapper.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: portico::ops::alloc::Allocator = portico::ops::alloc::Allocator;
 
 /// mimalloc 3.3's `mi_option_arena_eager_commit` (libmimalloc-sys 0.1.49 names no constant).
 const MI_OPTION_ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;

@@ -3,6 +3,7 @@
 //! request path: the forward path only touches lock-free metric handles.
 
 pub mod admin;
+pub mod alloc;
 pub mod log;
 pub mod metrics;
 pub mod otel;
