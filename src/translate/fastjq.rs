@@ -935,6 +935,9 @@ impl Eval<'_> {
                 self.leaf(other, input)?
             }
             Expr::Call(f, args) => Cow::Owned(self.builtin1(*f, args, input)?),
+            // `.[a:b] | tonumber` on ASCII text (the digits of a date, say) reads the number
+            // from the slice in place: the same answer without a string made for it.
+            Expr::Pipe(l, r) if let Some(n) = self.sliced_number(l, r, input)? => n,
             // One left output feeds the right side once; its outputs are the pipe's.
             Expr::Pipe(l, r) if single(l) => match self.leaf(l, input)? {
                 Cow::Borrowed(x) => self.leaf(r, x)?,
@@ -942,6 +945,39 @@ impl Eval<'_> {
             },
             _ => Cow::Owned(self.one_each(e, input)?),
         })
+    }
+
+    /// `l | r` when it is `.[from:to] | tonumber` and the input is ASCII text; `None` for
+    /// anything else, which the general route takes. Same answers as [`Eval::slice`] followed
+    /// by `tonumber`.
+    fn sliced_number<'a>(
+        &'a self,
+        l: &'a Expr,
+        r: &'a Expr,
+        input: &'a Value,
+    ) -> Result<Option<Cow<'a, Value>>, Stop> {
+        let (Expr::Call(Builtin::ToNumber, args), Expr::Path(root, steps), Value::String(text)) =
+            (r, l, input)
+        else {
+            return Ok(None);
+        };
+        let [Step::Slice(from, to)] = steps.as_slice() else {
+            return Ok(None);
+        };
+        if !args.is_empty() || !matches!(**root, Expr::Id) || !text.is_ascii() {
+            return Ok(None);
+        }
+        let from = from.as_ref().map(|e| self.leaf(e, input)).transpose()?;
+        let to = to.as_ref().map(|e| self.leaf(e, input)).transpose()?;
+        let n = text.len();
+        let s = bound(from.as_deref(), n)?.unwrap_or(0);
+        let e = bound(to.as_deref(), n)?.unwrap_or(n);
+        let part = text.get(s..e.max(s)).unwrap_or_default();
+        if !canonical_int(part) {
+            return Err(Stop::Fallback);
+        }
+        let i = part.parse::<i64>().map_err(|_| Stop::Fallback)?;
+        Ok(Some(Cow::Owned(Value::from(i))))
     }
 
     /// The path `steps` from `base`: `.name` and slice steps are taken here, read in place up
@@ -1581,6 +1617,43 @@ mod tests {
             ".u[1:4], .u[:1], .u[6:], .u[4:2]",
         ] {
             same(code, doc.clone());
+        }
+    }
+
+    /// `.[a:b] | tonumber` is read from the slice in place on ASCII text; every other input
+    /// takes the general route. Both answer as jaq does.
+    #[test]
+    fn sliced_numbers_match_jaq() {
+        let doc = json!({"t": "2026-12-01T09:05", "x": "x-12", "u": "é12", "n": 42, "z": null});
+        for code in [
+            ".t | .[11:13] | tonumber",
+            ".t[11:13] | tonumber",
+            "(.t[:4] | tonumber) * 100 + (.t[5:7] | tonumber)",
+            ".t[14:] | tonumber",
+            ".x[1:] | tonumber",
+            ".x | .[1:] | tonumber",
+            ".u | .[1:3] | tonumber",
+            ".n | .[0:1] | tonumber",
+            ".z | .[0:1] | tonumber",
+            ".t | .[null:4] | tonumber",
+            ".t | [.[11:13], .[14:16] | tonumber]",
+            "[([.t, .x][] | .[2:4] | tonumber)]",
+            ".t[4:6] | tonumber",
+        ] {
+            same(code, doc.clone());
+        }
+        // Text that is not a plain integer is left to jaq, as before the shortcut.
+        for code in [
+            ".t[5:3] | tonumber",
+            ".t[0:100] | tonumber",
+            ".t[10:12] | tonumber",
+        ] {
+            let t = json!("2026-12-01T09:05");
+            assert_eq!(
+                native(code, &json!({"t": t})),
+                Err(Stop::Fallback),
+                "{code}"
+            );
         }
     }
 
