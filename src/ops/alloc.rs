@@ -28,6 +28,27 @@ fn plain(size: usize, align: usize) -> bool {
     align <= WORD || (align <= MAX_ALIGN && align <= size)
 }
 
+/// A new block for `layout`: from `plain_call` when its blocks are aligned enough (see
+/// [`plain`]), else from `aligned_call`.
+///
+/// # Safety
+/// `plain_call` and `aligned_call` are mimalloc's allocation calls, both zeroing or neither.
+#[inline(always)]
+unsafe fn allocate(
+    layout: Layout,
+    plain_call: unsafe extern "C" fn(usize) -> *mut c_void,
+    aligned_call: unsafe extern "C" fn(usize, usize) -> *mut c_void,
+) -> *mut u8 {
+    // SAFETY: the caller passes mimalloc's calls; sizes and alignments come from a `Layout`.
+    unsafe {
+        if plain(layout.size(), layout.align()) {
+            plain_call(layout.size()).cast()
+        } else {
+            aligned_call(layout.size(), layout.align()).cast()
+        }
+    }
+}
+
 // SAFETY: every call is forwarded to mimalloc, which returns blocks of at least the size asked
 // (or null), aligned as `plain` states for the plain calls and to `align` for the aligned ones,
 // frees any of its blocks with `mi_free`, and keeps a block's contents (up to the smaller size)
@@ -35,26 +56,14 @@ fn plain(size: usize, align: usize) -> bool {
 unsafe impl GlobalAlloc for Allocator {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: plain mimalloc calls; no precondition beyond a valid size.
-        unsafe {
-            if plain(layout.size(), layout.align()) {
-                mi::mi_malloc(layout.size()).cast()
-            } else {
-                mi::mi_malloc_aligned(layout.size(), layout.align()).cast()
-            }
-        }
+        // SAFETY: mimalloc's allocation calls have no precondition beyond a valid size.
+        unsafe { allocate(layout, mi::mi_malloc, mi::mi_malloc_aligned) }
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: as `alloc`.
-        unsafe {
-            if plain(layout.size(), layout.align()) {
-                mi::mi_zalloc(layout.size()).cast()
-            } else {
-                mi::mi_zalloc_aligned(layout.size(), layout.align()).cast()
-            }
-        }
+        unsafe { allocate(layout, mi::mi_zalloc, mi::mi_zalloc_aligned) }
     }
 
     #[inline]
