@@ -115,9 +115,14 @@ static ESCAPE: [u8; 256] = {
     t
 };
 
-/// Where the first byte that needs an escape is, eight bytes at a time (the last few bytes
-/// too, padded with spaces, which never need one).
+/// Where the first byte that needs an escape is, eight bytes at a time. The last few bytes are
+/// read as the text's last eight, overlapping bytes already checked (they need no escape, so
+/// any found is past them); text shorter than a word is read byte by byte.
 fn first_escape(bytes: &[u8]) -> Option<usize> {
+    let n = bytes.len();
+    if n < 8 {
+        return bytes.iter().position(|&b| ESCAPE[b as usize] != 0);
+    }
     let mut words = bytes.chunks_exact(8);
     let mut at = 0;
     for word in words.by_ref() {
@@ -128,13 +133,11 @@ fn first_escape(bytes: &[u8]) -> Option<usize> {
         }
         at += 8;
     }
-    let tail = words.remainder();
-    if tail.is_empty() {
+    if words.remainder().is_empty() {
         return None;
     }
-    let mut w = [b' '; 8];
-    w.get_mut(..tail.len())?.copy_from_slice(tail);
-    first_in_word(w).map(|i| at + i)
+    let last = <[u8; 8]>::try_from(bytes.get(n - 8..)?).ok()?;
+    first_in_word(last).map(|i| n - 8 + i)
 }
 
 fn write_str(s: &str, out: &mut Vec<u8>) {
@@ -481,6 +484,25 @@ mod tests {
             }
         }
         same(&json!("\"\\\u{0}\u{1f}\u{7f}\u{80}\u{ff}\u{2028}"));
+    }
+
+    /// Every length up to three words, with an escape at every position: the word scan, the
+    /// overlapping last word and the byte-by-byte short text, written and read back.
+    #[test]
+    fn escapes_at_every_position_of_every_short_length() {
+        for len in 0..=24 {
+            same(&Value::String("a".repeat(len)));
+            for at in 0..len {
+                for c in ['"', '\\', '\n', '\u{1f}', '\u{0}'] {
+                    let s: String = (0..len).map(|i| if i == at { c } else { 'a' }).collect();
+                    let v = Value::String(s);
+                    same(&v);
+                    let text = to_vec(&json!({ "k": v, "l": [v] }));
+                    assert!(read(&text).is_some());
+                    reads_alike(&text);
+                }
+            }
+        }
     }
 
     #[test]
