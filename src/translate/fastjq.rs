@@ -826,6 +826,14 @@ fn position(i: &Value, len: usize) -> Result<Option<usize>, Stop> {
     Ok((0..len).contains(&at).then_some(at as usize))
 }
 
+/// The range `.[from:to]` takes of `len` items: missing bounds are the ends, and an end before
+/// the start is the start (an empty slice).
+fn span(from: Option<&Value>, to: Option<&Value>, len: usize) -> Result<(usize, usize), Stop> {
+    let s = bound(from, len)?.unwrap_or(0);
+    let e = bound(to, len)?.unwrap_or(len);
+    Ok((s, e.max(s)))
+}
+
 fn bound(v: Option<&Value>, len: usize) -> Result<Option<usize>, Stop> {
     match v {
         None | Some(Value::Null) => Ok(None),
@@ -969,15 +977,9 @@ impl Eval<'_> {
         }
         let from = from.as_ref().map(|e| self.leaf(e, input)).transpose()?;
         let to = to.as_ref().map(|e| self.leaf(e, input)).transpose()?;
-        let n = text.len();
-        let s = bound(from.as_deref(), n)?.unwrap_or(0);
-        let e = bound(to.as_deref(), n)?.unwrap_or(n);
-        let part = text.get(s..e.max(s)).unwrap_or_default();
-        if !canonical_int(part) {
-            return Err(Stop::Fallback);
-        }
-        let i = part.parse::<i64>().map_err(|_| Stop::Fallback)?;
-        Ok(Some(Cow::Owned(Value::from(i))))
+        let (s, e) = span(from.as_deref(), to.as_deref(), text.len())?;
+        let part = text.get(s..e).unwrap_or_default();
+        Ok(Some(Cow::Owned(integer_text(part)?)))
     }
 
     /// The path `steps` from `base`: `.name` and slice steps are taken here, read in place up
@@ -1156,22 +1158,17 @@ impl Eval<'_> {
         let (from, to) = (from.as_deref(), to.as_deref());
         Ok(Some(match cur {
             Value::Array(a) => {
-                let (s, e) = (bound(from, a.len())?, bound(to, a.len())?);
-                let (s, e) = (s.unwrap_or(0), e.unwrap_or(a.len()));
-                Value::Array(a.get(s..e.max(s)).unwrap_or_default().to_vec())
+                let (s, e) = span(from, to, a.len())?;
+                Value::Array(a.get(s..e).unwrap_or_default().to_vec())
             }
             // ASCII text: characters are bytes, so the slice is a byte range.
             Value::String(text) if text.is_ascii() => {
-                let n = text.len();
-                let (s, e) = (bound(from, n)?, bound(to, n)?);
-                let (s, e) = (s.unwrap_or(0), e.unwrap_or(n));
-                Value::String(text.get(s..e.max(s)).unwrap_or_default().to_owned())
+                let (s, e) = span(from, to, text.len())?;
+                Value::String(text.get(s..e).unwrap_or_default().to_owned())
             }
             Value::String(text) => {
-                let n = text.chars().count();
-                let (s, e) = (bound(from, n)?, bound(to, n)?);
-                let (s, e) = (s.unwrap_or(0), e.unwrap_or(n));
-                Value::String(text.chars().skip(s).take(e.saturating_sub(s)).collect())
+                let (s, e) = span(from, to, text.chars().count())?;
+                Value::String(text.chars().skip(s).take(e - s).collect())
             }
             Value::Null | Value::Bool(_) | Value::Number(_) | Value::Object(_) => {
                 return Ok(None);
@@ -1313,9 +1310,7 @@ impl Eval<'_> {
             }
             Builtin::ToNumber => match input {
                 Value::Number(_) => input.clone(),
-                Value::String(s) if canonical_int(s) => {
-                    Value::from(s.parse::<i64>().map_err(|_| Stop::Fallback)?)
-                }
+                Value::String(s) => integer_text(s)?,
                 _ => return Err(Stop::Fallback),
             },
             Builtin::Type => Value::String(
@@ -1443,6 +1438,16 @@ impl Eval<'_> {
 /// `-?[0-9]+` (leading zeros included when positive, as jaq reads them; not a negative zero,
 /// nor a negative with a leading zero, which jaq reads as 0): the strings whose `tonumber` is
 /// a machine integer, unambiguously.
+/// `tonumber` of text: integers written the canonical way are read here, anything else by jaq.
+fn integer_text(s: &str) -> Result<Value, Stop> {
+    if !canonical_int(s) {
+        return Err(Stop::Fallback);
+    }
+    s.parse::<i64>()
+        .map(Value::from)
+        .map_err(|_| Stop::Fallback)
+}
+
 fn canonical_int(s: &str) -> bool {
     let (neg, digits) = match s.strip_prefix('-') {
         Some(d) => (true, d),

@@ -372,6 +372,13 @@ fn lookup<'a>(path: &[Seg], content: &'a Value, args: &'a Value) -> Option<&'a V
     Some(cur)
 }
 
+/// An integer's value; `None` for a float, which MiniJinja prints and tests its own way.
+fn integer(n: &serde_json::Number) -> Option<i128> {
+    n.as_i64()
+        .map(i128::from)
+        .or_else(|| n.as_u64().map(i128::from))
+}
+
 fn nodes(list: &[Node], content: &Value, args: &Value, out: &mut String) -> Option<()> {
     for node in list {
         match node {
@@ -383,11 +390,7 @@ fn nodes(list: &[Node], content: &Value, args: &Value, out: &mut String) -> Opti
                         out.push_str(s);
                         continue;
                     }
-                    (Value::Number(n), false) => match (n.as_i64(), n.as_u64()) {
-                        (Some(i), _) => i128::from(i),
-                        (None, Some(u)) => i128::from(u),
-                        _ => return None,
-                    },
+                    (Value::Number(n), false) => integer(n)?,
                     (Value::String(s), true) => s.chars().count() as i128,
                     (Value::Array(a), true) => a.len() as i128,
                     (Value::Object(m), true) => m.len() as i128,
@@ -399,11 +402,7 @@ fn nodes(list: &[Node], content: &Value, args: &Value, out: &mut String) -> Opti
                 let truth = match lookup(path, content, args)? {
                     Value::Null => false,
                     Value::Bool(b) => *b,
-                    Value::Number(n) => match (n.as_i64(), n.as_u64()) {
-                        (Some(i), _) => i != 0,
-                        (None, Some(_)) => true,
-                        _ => return None,
-                    },
+                    Value::Number(n) => integer(n)? != 0,
                     Value::String(s) => !s.is_empty(),
                     Value::Array(a) => !a.is_empty(),
                     Value::Object(m) => !m.is_empty(),
