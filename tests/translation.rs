@@ -90,6 +90,50 @@ async fn usp_metadata_becomes_headers_and_never_reaches_the_body() {
     g.stop().await.unwrap();
 }
 
+/// `$meta` reaches every kind of program that names it (it is built only for such tools).
+#[tokio::test]
+async fn meta_reaches_query_header_and_result_programs() {
+    let (backend, seen) = test_backend().await;
+    let dir = fixture_with_backend("gateway", &backend.to_string());
+    let mapping = std::fs::read_to_string(dir.join("usp.yaml"))
+        .unwrap()
+        .replace(
+            "    query: { tag: .tag }\n",
+            "    query: { tag: .tag, key: $meta.idempotency_key }\n    headers: { X-Corr: $meta.correlation_id }\n    result: '{ path: .path, profile: $meta.profile, key: $meta.idempotency_key }'\n",
+        );
+    assert!(
+        mapping.contains("$meta.correlation_id"),
+        "the fixture changed"
+    );
+    std::fs::write(dir.join("usp.yaml"), mapping).unwrap();
+    let g = gateway(&[dir.join("usp.yaml")]).await;
+    let (c, url) = (reqwest::Client::new(), g.mcp_url());
+    let meta = json!({"usp": {"profile": "https://agent.example/p.json", "idempotency_key": "k-7", "correlation_id": "corr-7"}});
+    let a = call(&c, &url, "echo_get", json!({"id": "x", "_meta": meta})).await;
+    let sc = &a.body["result"]["structuredContent"];
+    assert_eq!(sc["profile"], "https://agent.example/p.json", "{}", a.text);
+    assert_eq!(sc["key"], "k-7", "{}", a.text);
+    let r = last_request(&seen);
+    assert_eq!(r["headers"]["x-corr"], "corr-7");
+    assert!(
+        r["path"].as_str().unwrap_or("").ends_with("/items/x"),
+        "{r}"
+    );
+    assert!(r["query"].as_str().unwrap_or("").contains("key=k-7"), "{r}");
+    // Without metadata the values are null: the query parameter and header are left out.
+    let a = call(&c, &url, "echo_get", json!({"id": "y"})).await;
+    assert_eq!(
+        a.body["result"]["structuredContent"]["key"],
+        Value::Null,
+        "{}",
+        a.text
+    );
+    let r = last_request(&seen);
+    assert!(r["headers"].get("x-corr").is_none(), "{r}");
+    assert!(!r["query"].as_str().unwrap_or("").contains("key="), "{r}");
+    g.stop().await.unwrap();
+}
+
 #[tokio::test]
 async fn header_injection_is_refused() {
     let (g, seen, c, url) = setup("usp").await;

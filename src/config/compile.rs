@@ -152,6 +152,8 @@ pub struct Tool {
     pub content: Option<ContentRule>,
     /// Questions for the MCP client before the backend call (`ask:`).
     pub ask: Option<Arc<super::ask::AskPlan>>,
+    /// Whether any of the tool's transforms names `$meta` (`translate::request::meta_for`).
+    pub meta_used: bool,
 }
 
 impl fmt::Debug for Tool {
@@ -1471,6 +1473,19 @@ fn compile_tool(
     if diags.iter().filter(|d| d.is_error()).count() != before {
         return None;
     }
+    let blocks = match &content {
+        Some(ContentRule::Blocks(t)) => Some(t),
+        _ => None,
+    };
+    let meta_used = query
+        .iter()
+        .map(|(_, t)| t)
+        .chain(headers.iter().map(|(_, t)| t))
+        .chain(body.iter())
+        .chain(result.iter())
+        .chain(business_messages.iter())
+        .chain(blocks)
+        .any(Transform::uses_meta);
     Some(Tool {
         name: name.to_string(),
         business: business.clone(),
@@ -1494,6 +1509,7 @@ fn compile_tool(
         metrics: Default::default(),
         content,
         ask,
+        meta_used,
     })
 }
 

@@ -16,6 +16,15 @@ pub struct RestRequest {
     pub body: Option<Vec<u8>>,
 }
 
+/// `$meta` for `tool`'s transforms: null when none of them names it (most mappings).
+pub fn meta_for(tool: &Tool, call: &Call) -> Value {
+    if tool.meta_used {
+        meta_json(call)
+    } else {
+        Value::Null
+    }
+}
+
 /// JSON view of the metadata for transforms (`$meta`).
 pub fn meta_json(call: &Call) -> Value {
     json!({
@@ -38,7 +47,7 @@ fn scalar(v: &Value) -> Option<String> {
 pub fn build(tool: &Tool, call: &Call) -> Result<RestRequest, Failure> {
     let backend = &tool.business.backend;
     let binding = &tool.business.binding;
-    let meta = meta_json(call);
+    let meta = meta_for(tool, call);
     let vars = Vars3 {
         args: &call.args,
         status: 0,

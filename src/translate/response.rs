@@ -103,7 +103,7 @@ fn is_problem(headers: &HeaderMap) -> bool {
 /// Interprets a backend answer.
 pub fn outcome(tool: &Tool, call: &Call, resp: RestResponse) -> Outcome {
     let status = resp.status;
-    let meta = super::request::meta_json(call);
+    let meta = super::request::meta_for(tool, call);
     let vars = Vars3 {
         args: &call.args,
         status,
@@ -286,7 +286,7 @@ pub fn content_blocks(
                 format!("the backend answered HTTP {status} with `{media}`, not JSON"),
             )),
             Some(body) => {
-                let meta = super::request::meta_json(call);
+                let meta = super::request::meta_for(tool, call);
                 let vars = Vars3 { args: &call.args, status, meta: &meta };
                 t.run(&body, vars)
                     .map_err(|e| e.message)

@@ -208,6 +208,11 @@ impl Transform {
         &self.source
     }
 
+    /// Whether the program names `$meta` (its value is then built for each call).
+    pub fn uses_meta(&self) -> bool {
+        self.uses_meta
+    }
+
     /// Whether the native evaluator runs this program (jaq still decides every run it cannot
     /// finish exactly).
     pub fn is_native(&self) -> bool {
