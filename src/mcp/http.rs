@@ -18,6 +18,7 @@ use http_body_util::{BodyExt, Full, Limited, StreamBody, combinators::BoxBody};
 use hyper::body::{Frame, Incoming};
 use serde_json::{Value, json};
 use std::convert::Infallible;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -182,6 +183,13 @@ impl Drop for Server {
 
 fn full(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into()).boxed()
+}
+
+/// `make()`'s future, boxed: the box is allocated first and the future built into it, where
+/// `Box::pin(make())` builds it on the stack and copies all of it (about 9 KiB for a POST).
+fn boxed_in_place<F: Future>(make: impl FnOnce() -> F) -> Pin<Box<F>> {
+    let slot = Box::<F>::new_uninit();
+    Box::into_pin(Box::write(slot, make()))
 }
 
 fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
@@ -412,7 +420,7 @@ impl Server {
                 let parent = crate::ops::otel::extract(req.headers());
                 // Boxed where it is made: the call pipeline's state (several KiB) is then
                 // written once, not copied again by each wrapper and by this future's own moves.
-                let post = crate::auth::transport::scope(creds, Box::pin(self.post(req)));
+                let post = crate::auth::transport::scope(creds, boxed_in_place(|| self.post(req)));
                 crate::ops::otel::scope(parent, post).await
             }
             Method::GET => self.get(req).await,
@@ -1374,7 +1382,9 @@ pub async fn serve(
                         // heap only while a request runs, not inline in every connection's
                         // task, so an idle keep-alive connection or an open SSE stream does not
                         // carry its size.
-                        Box::pin(async move { Ok::<_, Infallible>(server.handle(req).await) })
+                        boxed_in_place(move || async move {
+                            Ok::<_, Infallible>(server.handle(req).await)
+                        })
                     })
                 };
                 let Some(tls) = tls else {
@@ -1419,6 +1429,20 @@ pub async fn serve(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_future_boxed_in_place_keeps_its_state_and_output() {
+        // A future larger than the 9 KiB a POST's pipeline is, with state that must arrive
+        // intact in the box.
+        let big: Vec<u8> = (0..=255).cycle().take(16 * 1024).collect();
+        let state = <[u8; 16 * 1024]>::try_from(big.as_slice()).expect("16 KiB");
+        let fut = boxed_in_place(move || async move {
+            tokio::task::yield_now().await;
+            state.iter().map(|&b| u64::from(b)).sum::<u64>()
+        });
+        assert!(std::mem::size_of_val(&*fut) >= 16 * 1024);
+        assert_eq!(fut.await, 64 * (0..=255u64).sum::<u64>());
+    }
 
     #[test]
     fn accept_header_parsing() {
