@@ -809,6 +809,37 @@ fn forward_headers_mistakes_are_diagnosed_with_line_and_hint() {
     assert!(all.contains("backend.forward_headers"), "{all}");
 }
 
+/// The MCP edge copies the client's request (every header) only for a configuration that
+/// reads it: a signature policy or a header allowlist. Without the flag, the two tests above
+/// would see no signature and no forwarded header.
+#[test]
+fn the_request_is_kept_only_for_mappings_that_read_it() {
+    let dir = fixture_with_backend("gateway", "127.0.0.1:9");
+    let file = dir.join("plain.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let load = |t: String| {
+        std::fs::write(&file, t).unwrap();
+        portico::config::load(std::slice::from_ref(&file)).unwrap()
+    };
+    assert!(!load(text.clone()).reads_http_request, "a plain mapping");
+    assert!(
+        load(with_forwarded(text.clone(), "X-Tenant")).reads_http_request,
+        "forward_headers"
+    );
+    assert!(
+        load(format!("{text}{SIG_POLICY}")).reads_http_request,
+        "a signature policy"
+    );
+    let demo: Vec<std::path::PathBuf> = ["demo-spa", "demo-hotel", "demo-concierge"]
+        .iter()
+        .map(|m| format!("{}/mappings/{m}.yaml", env!("CARGO_MANIFEST_DIR")).into())
+        .collect();
+    assert!(
+        !portico::config::load(&demo).unwrap().reads_http_request,
+        "the demo mappings"
+    );
+}
+
 // ---- Signed backend requests ----
 
 /// One request as the backend received it: method, path, query, headers, body bytes.

@@ -98,10 +98,18 @@ impl HttpCredentials {
         }
     }
 
-    /// The credentials of `req`, with the request kept for signature checks and forwarded
-    /// headers, and the connection's client certificate (a `ClientCert` extension).
-    pub fn from_request<B>(req: &http::Request<B>) -> HttpCredentials {
+    /// The credentials of `req`, and the connection's client certificate (a `ClientCert`
+    /// extension). With `keep_request`, the request is kept too (method, target, every
+    /// header): what signature checks and forwarded headers read, and a copy of the headers
+    /// that a configuration with neither does not pay for.
+    pub fn from_request<B>(req: &http::Request<B>, keep_request: bool) -> HttpCredentials {
         let headers = req.headers();
+        if !keep_request {
+            return HttpCredentials {
+                client_cert: req.extensions().get::<ClientCert>().cloned(),
+                ..HttpCredentials::from_headers(headers)
+            };
+        }
         let authority = req
             .uri()
             .authority()

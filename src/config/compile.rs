@@ -233,6 +233,9 @@ pub struct Gateway {
     pub warnings: Vec<Diagnostic>,
     /// Every local file the configuration was read from (mappings, OpenRPC, schemas), sorted.
     pub sources: Vec<PathBuf>,
+    /// Whether any business reads the client's HTTP request itself (an authorization policy
+    /// with `signatures`, or `backend.forward_headers`): the MCP edge keeps a copy only then.
+    pub reads_http_request: bool,
 }
 
 /// Checks the `discovery` section: an absolute endpoint URL, a `YYYY-MM-DD` version, public
@@ -431,7 +434,12 @@ pub fn load(paths: &[PathBuf]) -> Result<Gateway, Vec<Diagnostic>> {
     read.extend(sources.local_files());
     read.sort();
     read.dedup();
+    let reads_http_request = businesses.iter().any(|b| {
+        !b.backend.forward_headers.is_empty()
+            || b.auth.as_ref().is_some_and(|p| p.signatures.is_some())
+    });
     Ok(Gateway {
+        reads_http_request,
         tools,
         businesses,
         resources,

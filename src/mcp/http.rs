@@ -414,7 +414,10 @@ impl Server {
         match *req.method() {
             Method::POST => {
                 // The request's HTTP credentials reach `forward` (auth) without transport types.
-                let mut creds = crate::auth::transport::HttpCredentials::from_request(&req);
+                // The request itself is kept only when a mapping reads it (signature policies,
+                // forwarded headers); a reload is seen by the requests that arrive after it.
+                let keep = self.core.gateway.load().reads_http_request;
+                let mut creds = crate::auth::transport::HttpCredentials::from_request(&req, keep);
                 creds.backend_key = self.webhooks.egress.as_ref().map(|e| e.signing_key());
                 // A caller's `traceparent` parents the call spans (when tracing is exported).
                 let parent = crate::ops::otel::extract(req.headers());
