@@ -104,32 +104,29 @@ impl HttpCredentials {
     /// that a configuration with neither does not pay for.
     pub fn from_request<B>(req: &http::Request<B>, keep_request: bool) -> HttpCredentials {
         let headers = req.headers();
-        if !keep_request {
-            return HttpCredentials {
-                client_cert: req.extensions().get::<ClientCert>().cloned(),
-                ..HttpCredentials::from_headers(headers)
-            };
-        }
-        let authority = req
-            .uri()
-            .authority()
-            .map(|a| a.as_str().to_string())
-            .or_else(|| {
-                headers
-                    .get(http::header::HOST)
-                    .and_then(|h| h.to_str().ok())
-                    .map(str::to_string)
-            })
-            .unwrap_or_default();
-        HttpCredentials {
-            request: Some(Arc::new(RequestInfo {
+        let request = keep_request.then(|| {
+            let authority = req
+                .uri()
+                .authority()
+                .map(|a| a.as_str().to_string())
+                .or_else(|| {
+                    headers
+                        .get(http::header::HOST)
+                        .and_then(|h| h.to_str().ok())
+                        .map(str::to_string)
+                })
+                .unwrap_or_default();
+            Arc::new(RequestInfo {
                 method: req.method().as_str().to_string(),
                 authority,
                 path: req.uri().path().to_string(),
                 query: req.uri().query().map(str::to_string),
                 headers: headers.clone(),
                 body: OnceLock::new(),
-            })),
+            })
+        });
+        HttpCredentials {
+            request,
             client_cert: req.extensions().get::<ClientCert>().cloned(),
             ..HttpCredentials::from_headers(headers)
         }
