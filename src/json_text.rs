@@ -7,7 +7,7 @@
 //!
 //! Every request body and backend answer is read here too ([`from_slice`]). The same eight-byte
 //! scan finds the end of each string; the input's UTF-8 is checked once, not string by string;
-//! objects and arrays are built at their final size. serde_json stays the reference for every
+//! arrays are built at their final size. serde_json stays the reference for every
 //! answer: a number with a fraction or exponent, an integer of 19 digits or more and `-0` are
 //! read by serde_json from their own text; any error, a lone surrogate escape or nesting past
 //! 100 levels hands the whole document to serde_json, which reads it again from the start.
@@ -204,7 +204,7 @@ pub fn read_nested(bytes: &[u8]) -> Option<(Value, usize)> {
 }
 
 /// A cursor over valid UTF-8 JSON text. Containers being read keep their items on shared
-/// stacks, innermost last, so each array or object is allocated once, at its final size.
+/// stacks, innermost last, so each array is allocated once, at its final size.
 struct Reader<'a> {
     text: &'a str,
     at: usize,
@@ -312,8 +312,7 @@ impl Reader<'_> {
             let value = self.value()?;
             self.members.push((key, value));
             if self.next_or_close(b'}')? {
-                // Inserted in order, as serde_json does: a repeated key keeps its first place
-                // and its last value.
+                // Inserted in order, as serde_json does: a repeated key keeps its last value.
                 let mut map = Map::with_capacity(self.members.len() - start);
                 for (k, v) in self.members.drain(start..) {
                     map.insert(k, v);

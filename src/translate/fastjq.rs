@@ -100,6 +100,9 @@ enum Builtin {
     Has,
     ToEntries,
     FromEntries,
+    /// `with_entries(f)`: `to_entries | map(f) | from_entries`, taken in key order, which gives
+    /// jaq's answer whenever no two entries end with the same key (checked at run time).
+    WithEntries,
     /// `error` and `error(msg)`: jaq reports it, with its own message.
     Error,
 }
@@ -296,7 +299,7 @@ impl Compiler {
                     }
                     Expr::Lit(Value::Object(m))
                 } else {
-                    let proto = prototype(&out);
+                    let proto = prototype(&mut out);
                     Expr::Obj(out, proto)
                 }
             }
@@ -462,16 +465,7 @@ impl Compiler {
             ("has", 1) => call(Builtin::Has, a),
             ("to_entries", 0) => call(Builtin::ToEntries, a),
             ("from_entries", 0) => call(Builtin::FromEntries, a),
-            ("with_entries", 1) => Ok(Expr::Pipe(
-                b(Expr::Call(Builtin::ToEntries, Vec::new())),
-                b(Expr::Pipe(
-                    b(Expr::Arr(Some(b(Expr::Pipe(
-                        b(Expr::Path(b(Expr::Id), vec![Step::Iter])),
-                        b(one(a)?),
-                    ))))),
-                    b(Expr::Call(Builtin::FromEntries, Vec::new())),
-                )),
-            )),
+            ("with_entries", 1) => call(Builtin::WithEntries, a),
             ("error", 0 | 1) => call(Builtin::Error, a),
             _ => Err(Unsupported),
         }
@@ -724,17 +718,31 @@ fn compare(op: Cmp, a: &Value, b: &Value) -> Result<bool, Stop> {
     })
 }
 
-/// Objects up to this size are searched by comparing keys: cheaper than hashing the key
-/// (SipHash) for the few-member objects backend answers are made of. Bounded, so it stays
-/// linear only in a small constant, whatever the input.
+/// Objects up to this size are searched member by member for an equal key, which compares
+/// lengths first: measured cheaper than the key-ordered map's own search, whose comparisons
+/// read the bytes of every key it passes. Bounded, so it stays linear only in a small constant.
 const SCAN_MAX: usize = 8;
 
-/// `m[k]`, without hashing `k` when `m` is small. Same answer as `Map::get`: keys are unique.
+/// `m[k]`: the same answer as `Map::get` (keys are unique), found by scanning small objects.
 fn member<'a>(m: &'a Map<String, Value>, k: &str) -> Option<&'a Value> {
     if m.len() <= SCAN_MAX {
         m.iter().find(|(key, _)| key.as_str() == k).map(|(_, v)| v)
     } else {
         m.get(k)
+    }
+}
+
+/// Objects are kept in key order, where jq (and jaq) keep insertion order: a constructed
+/// `{b: 1, a: 2}` lists `b` first in jaq and `a` first here. Every object portico reads
+/// arrives in key order, so jaq, which receives the same values, sees the same order; only an
+/// object built by the program can differ. Iterating an object of two or more members in an
+/// order-sensitive way (`.[]`, `to_entries`, `add`) is therefore left to jaq, whatever the
+/// object's origin (`with_entries` is not order-sensitive: see [`Builtin::WithEntries`]).
+fn order_free(m: &Map<String, Value>) -> Res {
+    if m.len() > 1 {
+        Err(Stop::Fallback)
+    } else {
+        Ok(())
     }
 }
 
@@ -790,19 +798,27 @@ fn single(e: &Expr) -> bool {
     }
 }
 
-/// An object construction's keys, in order, with null values, when every key is static and
-/// none repeats: a copy of it keeps each key's stored hash, so building the object hashes no
-/// key (about 300 instructions a key with `preserve_order`'s SipHash). Entries map one to one
-/// onto its values, in insertion order.
-fn prototype(entries: &[(Key, Expr)]) -> Option<Box<Map<String, Value>>> {
-    let mut m = Map::with_capacity(entries.len());
-    for (k, _) in entries {
+/// An object construction's keys with null values, when every key is static and none
+/// repeats; the entries are then sorted by key, the map's own order, so they map one to one
+/// onto its values. Copying it places every key without a search (a key-ordered map compares
+/// each key it inserts with those before it). The values may be computed in any order: each
+/// has exactly one output or the run stops, so the order is never seen.
+fn prototype(entries: &mut [(Key, Expr)]) -> Option<Box<Map<String, Value>>> {
+    let mut m = Map::new();
+    for (k, _) in entries.iter() {
         match k {
             Key::Static(k) => m.insert(k.clone(), Value::Null),
             Key::Dynamic(_) => return None,
         };
     }
-    (m.len() == entries.len()).then(|| Box::new(m))
+    if m.len() != entries.len() {
+        return None;
+    }
+    entries.sort_by(|(a, _), (b, _)| match (a, b) {
+        (Key::Static(a), Key::Static(b)) => a.cmp(b),
+        _ => Ordering::Equal,
+    });
+    Some(Box::new(m))
 }
 
 /// The one output `run` gives to its output callback; more or none, and jaq decides.
@@ -1015,7 +1031,7 @@ impl Eval<'_> {
     }
 
     /// An object construction: keys and values each with exactly one output. With a
-    /// [`prototype`], the map is a copy of it (keys, stored hashes and order) filled in place.
+    /// [`prototype`], the map is a copy of it (its keys, already in place) filled in order.
     fn object(
         &self,
         entries: &[(Key, Expr)],
@@ -1110,6 +1126,7 @@ impl Eval<'_> {
                     Ok(())
                 }
                 Value::Object(m) => {
+                    order_free(m)?;
                     for x in m.values() {
                         self.steps(x, rest, orig, out)?;
                     }
@@ -1336,7 +1353,10 @@ impl Eval<'_> {
             Builtin::Add => {
                 let items: Vec<Value> = match input {
                     Value::Array(a) => a.clone(),
-                    Value::Object(m) => m.values().cloned().collect(),
+                    Value::Object(m) => {
+                        order_free(m)?;
+                        m.values().cloned().collect()
+                    }
                     _ => return Err(Stop::Fallback),
                 };
                 let mut acc = Value::Null;
@@ -1401,7 +1421,7 @@ impl Eval<'_> {
                 _ => return Err(Stop::Fallback),
             },
             Builtin::ToEntries => match input {
-                Value::Object(m) => Value::Array(
+                Value::Object(m) if order_free(m).is_ok() => Value::Array(
                     m.iter()
                         .map(|(k, v)| {
                             let mut e = Map::with_capacity(2);
@@ -1428,6 +1448,33 @@ impl Eval<'_> {
                     m.insert(k.clone(), e.get("value").cloned().unwrap_or(Value::Null));
                 }
                 Value::Object(m)
+            }
+            Builtin::WithEntries => {
+                let (Value::Object(m), Some(f)) = (input, args.first()) else {
+                    return Err(Stop::Fallback);
+                };
+                let mut built = Map::new();
+                for (k, v) in m {
+                    let mut e = Map::new();
+                    e.insert("key".into(), Value::String(k.clone()));
+                    e.insert("value".into(), v.clone());
+                    self.each(f, &Value::Object(e), &mut |r| {
+                        let Value::Object(mut r) = r else {
+                            return Err(Stop::Fallback);
+                        };
+                        let Some(Value::String(key)) = r.remove("key") else {
+                            return Err(Stop::Fallback);
+                        };
+                        let value = r.remove("value").unwrap_or(Value::Null);
+                        // Two entries with one key: which wins depends on the order jaq
+                        // iterates in (insertion order), which a key-ordered map has lost.
+                        match built.insert(key, value) {
+                            None => Ok(()),
+                            Some(_) => Err(Stop::Fallback),
+                        }
+                    })?;
+                }
+                Value::Object(built)
             }
             Builtin::Error => return Err(Stop::Fallback),
         };
@@ -1662,10 +1709,12 @@ mod tests {
         }
     }
 
-    /// Built objects have jaq's members in jaq's order (value equality alone ignores order),
-    /// whether copied from a prototype (static, distinct keys) or built key by key.
+    /// Objects are key-ordered maps (no `preserve_order`): a built object has jaq's members and
+    /// is written in key order, as jaq's answer is once it is a `serde_json` value, whether
+    /// copied from a prototype (static, distinct keys, entries sorted) or built key by key.
+    /// Iterating a built object, where jaq's insertion order shows in the answer, is left to jaq.
     #[test]
-    fn constructed_objects_keep_jaq_member_order() {
+    fn constructed_objects_have_jaq_members_and_iterate_in_jaq_order() {
         let doc = json!({"s": "x", "t": true, "n": null, "l": [1, 2]});
         for code in [
             "{b: .s, a: .t, c: .n}",
@@ -1679,6 +1728,33 @@ mod tests {
             let got = native(code, &doc).map(|v| v.map(|v| json_text::to_vec(&v)));
             assert_eq!(got.ok(), want.ok(), "`{code}`");
         }
+        // jaq lists `b` first; a key-ordered map would list `a` first: these go to jaq.
+        for code in [
+            "{b: 1, a: 2} | to_entries",
+            "[{b: 1, a: 2}[]]",
+            "{b: \"x\", a: \"y\"} | add",
+        ] {
+            assert_eq!(native(code, &doc), Err(Stop::Fallback), "`{code}`");
+            assert!(reference(code, &doc).is_ok(), "jaq answers `{code}`");
+        }
+        // `with_entries` is taken natively unless two entries end with the same key, where
+        // jaq's last (in insertion order) wins.
+        same(
+            "{b: 1, a: null, c: 3} | with_entries(select(.value != null))",
+            doc.clone(),
+        );
+        same(
+            "{b: 1, a: 2} | with_entries({key: (.key + \"x\"), value})",
+            doc.clone(),
+        );
+        let clash = "{b: 1, a: 2} | with_entries({key: \"k\", value})";
+        assert_eq!(native(clash, &doc), Err(Stop::Fallback));
+        assert_eq!(reference(clash, &doc), Ok(Some(json!({"k": 2}))));
+        // One member has one order: taken natively.
+        assert_eq!(
+            native("{b: 1} | to_entries", &doc),
+            Ok(Some(json!([{"key": "b", "value": 1}])))
+        );
     }
 
     #[test]
