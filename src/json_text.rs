@@ -472,6 +472,15 @@ mod tests {
         assert_eq!(to_string(v).as_bytes(), &theirs[..]);
     }
 
+    /// Objects are key-ordered (`serde_json` without `preserve_order`, docs/mapping.md "Object
+    /// member order"): read in any order, written in key order. Fails if a dependency turns
+    /// `preserve_order` on again, which would bring back a SipHash per stored key.
+    #[test]
+    fn objects_are_written_in_key_order() {
+        let v = from_slice(br#"{"b":1,"a":{"z":true,"c":null},"aa":[]}"#).expect("valid JSON");
+        assert_eq!(to_string(&v), r#"{"a":{"c":null,"z":true},"aa":[],"b":1}"#);
+    }
+
     #[test]
     fn every_byte_escapes_as_serde_json_does() {
         // Each ASCII byte alone, at every offset within a word, and beside multi-byte text.

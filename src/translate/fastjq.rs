@@ -804,16 +804,20 @@ fn single(e: &Expr) -> bool {
 /// each key it inserts with those before it). The values may be computed in any order: each
 /// has exactly one output or the run stops, so the order is never seen.
 fn prototype(entries: &mut [(Key, Expr)]) -> Option<Box<Map<String, Value>>> {
-    let mut m = Map::new();
+    let mut keys = Vec::with_capacity(entries.len());
     for (k, _) in entries.iter() {
         match k {
-            Key::Static(k) => m.insert(k.clone(), Value::Null),
+            Key::Static(k) => keys.push(k),
             Key::Dynamic(_) => return None,
-        };
+        }
     }
-    if m.len() != entries.len() {
+    keys.sort();
+    if keys.windows(2).any(|w| w[0] == w[1]) {
         return None;
     }
+    // Keys inserted in sorted order: the map iterates in that order whether it is key-ordered
+    // or (should a crate built with portico turn on `preserve_order`) insertion-ordered.
+    let m: Map<String, Value> = keys.into_iter().map(|k| (k.clone(), Value::Null)).collect();
     entries.sort_by(|(a, _), (b, _)| match (a, b) {
         (Key::Static(a), Key::Static(b)) => a.cmp(b),
         _ => Ordering::Equal,
@@ -1723,6 +1727,8 @@ mod tests {
             "{z: .s, y: {b: .t, a: .l}, x: [.l[] | {k: ., j: .}]}",
             "{(.s): 1, a: 2}",
             "{a: .s} + {b: 1, a: 2}",
+            // Found by the `transform` fuzz target: a prototype's values went to the wrong keys.
+            ".name as $n | {n: $n, l: ($n | length)}",
         ] {
             let want = reference(code, &doc).map(|v| v.map(|v| json_text::to_vec(&v)));
             let got = native(code, &doc).map(|v| v.map(|v| json_text::to_vec(&v)));
