@@ -71,6 +71,16 @@ enum Key {
     Dynamic(Expr),
 }
 
+impl Key {
+    /// The key's text when it is static.
+    fn name(&self) -> Option<&str> {
+        match self {
+            Key::Static(k) => Some(k),
+            Key::Dynamic(_) => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 enum Step {
     Field(String),
@@ -799,30 +809,35 @@ fn single(e: &Expr) -> bool {
 }
 
 /// An object construction's keys with null values, when every key is static and none
-/// repeats; the entries are then sorted by key, the map's own order, so they map one to one
-/// onto its values. Copying it places every key without a search (a key-ordered map compares
+/// repeats; the entries are sorted by key, the map's own order, so they map one to one onto
+/// its values. Copying it places every key without a search (a key-ordered map compares
 /// each key it inserts with those before it). The values may be computed in any order: each
 /// has exactly one output or the run stops, so the order is never seen.
 fn prototype(entries: &mut [(Key, Expr)]) -> Option<Box<Map<String, Value>>> {
-    let mut keys = Vec::with_capacity(entries.len());
-    for (k, _) in entries.iter() {
-        match k {
-            Key::Static(k) => keys.push(k),
-            Key::Dynamic(_) => return None,
-        }
+    if entries.iter().any(|(k, _)| k.name().is_none()) {
+        return None;
     }
-    keys.sort();
-    if keys.windows(2).any(|w| w[0] == w[1]) {
+    // Stable: should keys repeat (no prototype then), the last of them still wins.
+    entries.sort_by(|(a, _), (b, _)| a.name().cmp(&b.name()));
+    if entries.windows(2).any(|w| w[0].0.name() == w[1].0.name()) {
         return None;
     }
     // Keys inserted in sorted order: the map iterates in that order whether it is key-ordered
     // or (should a crate built with portico turn on `preserve_order`) insertion-ordered.
-    let m: Map<String, Value> = keys.into_iter().map(|k| (k.clone(), Value::Null)).collect();
-    entries.sort_by(|(a, _), (b, _)| match (a, b) {
-        (Key::Static(a), Key::Static(b)) => a.cmp(b),
-        _ => Ordering::Equal,
-    });
+    let m: Map<String, Value> = entries
+        .iter()
+        .filter_map(|(k, _)| k.name())
+        .map(|k| (k.to_string(), Value::Null))
+        .collect();
     Some(Box::new(m))
+}
+
+/// The `{key, value}` object `to_entries` makes of one member.
+fn entry_of(k: &str, v: &Value) -> Value {
+    let mut e = Map::new();
+    e.insert("key".into(), Value::String(k.to_string()));
+    e.insert("value".into(), v.clone());
+    Value::Object(e)
 }
 
 /// The one output `run` gives to its output callback; more or none, and jaq decides.
@@ -1425,16 +1440,9 @@ impl Eval<'_> {
                 _ => return Err(Stop::Fallback),
             },
             Builtin::ToEntries => match input {
-                Value::Object(m) if order_free(m).is_ok() => Value::Array(
-                    m.iter()
-                        .map(|(k, v)| {
-                            let mut e = Map::with_capacity(2);
-                            e.insert("key".into(), Value::String(k.clone()));
-                            e.insert("value".into(), v.clone());
-                            Value::Object(e)
-                        })
-                        .collect(),
-                ),
+                Value::Object(m) if order_free(m).is_ok() => {
+                    Value::Array(m.iter().map(|(k, v)| entry_of(k, v)).collect())
+                }
                 _ => return Err(Stop::Fallback),
             },
             Builtin::FromEntries => {
@@ -1459,10 +1467,7 @@ impl Eval<'_> {
                 };
                 let mut built = Map::new();
                 for (k, v) in m {
-                    let mut e = Map::new();
-                    e.insert("key".into(), Value::String(k.clone()));
-                    e.insert("value".into(), v.clone());
-                    self.each(f, &Value::Object(e), &mut |r| {
+                    self.each(f, &entry_of(k, v), &mut |r| {
                         let Value::Object(mut r) = r else {
                             return Err(Stop::Fallback);
                         };
