@@ -52,6 +52,15 @@ enum Expr {
     And(Box<Expr>, Box<Expr>),
     Or(Box<Expr>, Box<Expr>),
     Math(Math, Box<Expr>, Box<Expr>),
+    /// `a + b + c ...` (three or more operands, left to right): jq adds left to right, and
+    /// when every operand is text the sum is built once at its final size.
+    Sum(Vec<Expr>),
+    /// `.[from:to] | tonumber`, recognised when compiled: on ASCII text the number is read
+    /// from the slice in place; any other input runs the pipe itself (the third part).
+    SliceNum(Option<Box<Expr>>, Option<Box<Expr>>, Box<Expr>),
+    /// [`Expr::SliceNum`] whose bounds are literals (non-negative, or absent): `.[from:to]`
+    /// with `to` the end when absent.
+    SliceNumAt(usize, Option<usize>, Box<Expr>),
     Cmp(Cmp, Box<Expr>, Box<Expr>),
     If(Vec<(Expr, Expr)>, Box<Expr>),
     Var(usize),
@@ -249,6 +258,50 @@ fn b(e: Expr) -> Box<Expr> {
     Box::new(e)
 }
 
+/// Most operands one [`Expr::Sum`] takes; a longer chain nests (a sum is an operand too).
+const SUM_MAX: usize = 8;
+
+/// `l | r`, as [`Expr::SliceNum`] when it is `.[from:to] | tonumber`.
+fn pipe(l: Expr, r: Expr) -> Expr {
+    if let (Expr::Path(root, steps), Expr::Call(Builtin::ToNumber, args)) = (&l, &r)
+        && matches!(**root, Expr::Id)
+        && args.is_empty()
+        && let [Step::Slice(from, to)] = steps.as_slice()
+    {
+        if let (Some(from), Some(to)) = (literal_bound(from.as_ref()), literal_bound(to.as_ref())) {
+            return Expr::SliceNumAt(from.unwrap_or(0), to, b(Expr::Pipe(b(l), b(r))));
+        }
+        let (from, to) = (from.clone().map(b), to.clone().map(b));
+        return Expr::SliceNum(from, to, b(Expr::Pipe(b(l), b(r))));
+    }
+    Expr::Pipe(b(l), b(r))
+}
+
+/// A slice bound known when compiled: `Some(None)` for an absent or `null` bound,
+/// `Some(Some(i))` for a non-negative integer literal, `None` for anything else.
+fn literal_bound(e: Option<&Expr>) -> Option<Option<usize>> {
+    match e {
+        None | Some(Expr::Lit(Value::Null)) => Some(None),
+        Some(Expr::Lit(Value::Number(n))) => {
+            let i = n.as_i64().filter(|i| *i >= 0)?;
+            usize::try_from(i).ok().map(Some)
+        }
+        Some(_) => None,
+    }
+}
+
+/// `l op r`; a chain of `+` becomes one [`Expr::Sum`] of its operands, in order.
+fn math(op: Math, l: Expr, r: Expr) -> Expr {
+    match (op, l) {
+        (Math::Add, Expr::Math(Math::Add, a, c)) => Expr::Sum(vec![*a, *c, r]),
+        (Math::Add, Expr::Sum(mut parts)) if parts.len() < SUM_MAX => {
+            parts.push(r);
+            Expr::Sum(parts)
+        }
+        (op, l) => Expr::Math(op, b(l), b(r)),
+    }
+}
+
 fn lit_str(parts: &[StrPart<&str, Term<&str>>]) -> Option<String> {
     let mut s = String::new();
     for p in parts {
@@ -317,7 +370,7 @@ impl Compiler {
             Term::BinOp(l, op, r) => {
                 let left = self.term(l, sc)?;
                 match op {
-                    BinaryOp::Pipe(None) => Expr::Pipe(b(left), b(self.term(r, sc)?)),
+                    BinaryOp::Pipe(None) => pipe(left, self.term(r, sc)?),
                     BinaryOp::Pipe(Some(Pattern::Var(name))) => {
                         let slot = self.slot();
                         let inner = Rc::new(Scope::Var {
@@ -331,7 +384,7 @@ impl Compiler {
                     BinaryOp::Alt => Expr::Alt(b(left), b(self.term(r, sc)?)),
                     BinaryOp::And => Expr::And(b(left), b(self.term(r, sc)?)),
                     BinaryOp::Or => Expr::Or(b(left), b(self.term(r, sc)?)),
-                    BinaryOp::Math(m) => Expr::Math(*m, b(left), b(self.term(r, sc)?)),
+                    BinaryOp::Math(m) => math(*m, left, self.term(r, sc)?),
                     BinaryOp::Cmp(c) => Expr::Cmp(*c, b(left), b(self.term(r, sc)?)),
                     _ => return Err(Unsupported),
                 }
@@ -792,6 +845,7 @@ fn single(e: &Expr) -> bool {
             true
         }
         Expr::Neg(_) | Expr::Math(..) | Expr::Cmp(..) | Expr::And(..) | Expr::Or(..) => true,
+        Expr::Sum(_) | Expr::SliceNum(..) | Expr::SliceNumAt(..) => true,
         Expr::Call(..) => true,
         Expr::Path(root, steps) => {
             matches!(**root, Expr::Id | Expr::Var(_))
@@ -851,6 +905,15 @@ fn exactly_one(run: impl FnOnce(Out<'_>) -> Res) -> Result<Value, Stop> {
         Ok(())
     })?;
     got.ok_or(Stop::Fallback)
+}
+
+/// `.[from:to] | tonumber` of ASCII `text` with literal bounds: [`span`]'s range (bounds past
+/// the end are the end, an end before the start is empty), read by [`integer_text`].
+fn sliced_at(from: usize, to: Option<usize>, text: &str) -> Result<Value, Stop> {
+    let len = text.len();
+    let s = from.min(len);
+    let e = to.map_or(len, |t| t.min(len)).max(s);
+    integer_text(text.get(s..e).unwrap_or_default())
 }
 
 /// An index that jq reads as a position: a non-negative or negative machine integer.
@@ -918,6 +981,35 @@ impl Eval<'_> {
         }
     }
 
+    /// An operand of arithmetic: [`Eval::leaf`], with a sliced number (the digits of a date
+    /// in a sum of minutes, say) also read inline.
+    #[inline(always)]
+    fn operand<'a>(&'a self, e: &'a Expr, input: &'a Value) -> Result<Cow<'a, Value>, Stop> {
+        match (e, input) {
+            (Expr::SliceNumAt(from, to, _), Value::String(text)) if text.is_ascii() => {
+                Ok(Cow::Owned(sliced_at(*from, *to, text)?))
+            }
+            (Expr::SliceNum(from, to, _), Value::String(text)) if text.is_ascii() => Ok(
+                Cow::Owned(self.sliced(from.as_deref(), to.as_deref(), text, input)?),
+            ),
+            _ => self.leaf(e, input),
+        }
+    }
+
+    /// `.[from:to] | tonumber` of ASCII `text` (the input): the number read from the slice.
+    fn sliced(
+        &self,
+        from: Option<&Expr>,
+        to: Option<&Expr>,
+        text: &str,
+        input: &Value,
+    ) -> Result<Value, Stop> {
+        let from = from.map(|e| self.leaf(e, input)).transpose()?;
+        let to = to.map(|e| self.leaf(e, input)).transpose()?;
+        let (s, e) = span(from.as_deref(), to.as_deref(), text.len())?;
+        integer_text(text.get(s..e).unwrap_or_default())
+    }
+
     /// Exactly one output, like [`Eval::one`], computed directly (no output callbacks) for
     /// the expressions whose structure gives one output, and borrowed when it is the input, a
     /// literal, a global or a `.name` path into one of them. Every other expression, and every
@@ -942,9 +1034,11 @@ impl Eval<'_> {
                     None => Cow::Owned(self.one_each(e, input)?),
                 }
             }
-            Expr::Math(op, l, r) => {
-                Cow::Owned(arith(*op, self.leaf(l, input)?, self.leaf(r, input)?)?)
-            }
+            Expr::Math(op, l, r) => Cow::Owned(arith(
+                *op,
+                self.operand(l, input)?,
+                self.operand(r, input)?,
+            )?),
             Expr::Str(segs) => {
                 let mut s = String::new();
                 for seg in segs {
@@ -971,16 +1065,26 @@ impl Eval<'_> {
             )),
             Expr::If(branches, other) => {
                 for (cond, then) in branches {
-                    if truthy(&*self.leaf(cond, input)?) {
+                    if self.holds(cond, input)? {
                         return self.leaf(then, input);
                     }
                 }
                 self.leaf(other, input)?
             }
             Expr::Call(f, args) => Cow::Owned(self.builtin1(*f, args, input)?),
+            Expr::Sum(parts) => Cow::Owned(self.sum(parts, input)?),
             // `.[a:b] | tonumber` on ASCII text (the digits of a date, say) reads the number
             // from the slice in place: the same answer without a string made for it.
-            Expr::Pipe(l, r) if let Some(n) = self.sliced_number(l, r, input)? => n,
+            Expr::SliceNum(from, to, pipe) => match input {
+                Value::String(text) if text.is_ascii() => {
+                    Cow::Owned(self.sliced(from.as_deref(), to.as_deref(), text, input)?)
+                }
+                _ => self.val(pipe, input)?,
+            },
+            Expr::SliceNumAt(from, to, pipe) => match input {
+                Value::String(text) if text.is_ascii() => Cow::Owned(sliced_at(*from, *to, text)?),
+                _ => self.val(pipe, input)?,
+            },
             // One left output feeds the right side once; its outputs are the pipe's.
             Expr::Pipe(l, r) if single(l) => match self.leaf(l, input)? {
                 Cow::Borrowed(x) => self.leaf(r, x)?,
@@ -990,31 +1094,60 @@ impl Eval<'_> {
         })
     }
 
-    /// `l | r` when it is `.[from:to] | tonumber` and the input is ASCII text; `None` for
-    /// anything else, which the general route takes. Same answers as [`Eval::slice`] followed
-    /// by `tonumber`.
-    fn sliced_number<'a>(
-        &'a self,
-        l: &'a Expr,
-        r: &'a Expr,
-        input: &'a Value,
-    ) -> Result<Option<Cow<'a, Value>>, Stop> {
-        let (Expr::Call(Builtin::ToNumber, args), Expr::Path(root, steps), Value::String(text)) =
-            (r, l, input)
-        else {
-            return Ok(None);
-        };
-        let [Step::Slice(from, to)] = steps.as_slice() else {
-            return Ok(None);
-        };
-        if !args.is_empty() || !matches!(**root, Expr::Id) || !text.is_ascii() {
-            return Ok(None);
+    /// jq's `a + b + c ...`: added left to right as [`arith`] does, except that when every
+    /// operand is text the sum is written once into a string of its final size (`tostring`
+    /// of the input is written straight into it).
+    fn sum<'a>(&'a self, parts: &'a [Expr], input: &'a Value) -> Result<Value, Stop> {
+        if parts.len() > SUM_MAX {
+            return Err(Stop::Fallback);
         }
-        let from = from.as_ref().map(|e| self.leaf(e, input)).transpose()?;
-        let to = to.as_ref().map(|e| self.leaf(e, input)).transpose()?;
-        let (s, e) = span(from.as_deref(), to.as_deref(), text.len())?;
-        let part = text.get(s..e).unwrap_or_default();
-        Ok(Some(Cow::Owned(integer_text(part)?)))
+        // `None`: `tostring` of the input, written in place when every part is text.
+        let mut got: [Option<Cow<'a, Value>>; SUM_MAX] = Default::default();
+        let mut text = true;
+        let mut len = 0;
+        for (slot, e) in got.iter_mut().zip(parts) {
+            if matches!(e, Expr::Call(Builtin::ToString, a) if a.is_empty()) {
+                len += match input {
+                    Value::String(s) => s.len(),
+                    _ => 20,
+                };
+                continue;
+            }
+            let v = self.leaf(e, input)?;
+            match &*v {
+                Value::String(s) => len += s.len(),
+                _ => text = false,
+            }
+            *slot = Some(v);
+        }
+        let got = &mut got[..parts.len()];
+        if text {
+            let mut s = String::with_capacity(len);
+            for slot in got.iter() {
+                match slot.as_deref() {
+                    Some(Value::String(t)) => s.push_str(t),
+                    Some(_) => return Err(Stop::Fallback),
+                    None => push_text(&mut s, input)?,
+                }
+            }
+            return Ok(Value::String(s));
+        }
+        let mut acc: Option<Cow<'a, Value>> = None;
+        for slot in got.iter_mut() {
+            let next = match slot.take() {
+                Some(v) => v,
+                None => {
+                    let mut s = String::new();
+                    push_text(&mut s, input)?;
+                    Cow::Owned(Value::String(s))
+                }
+            };
+            acc = Some(match acc {
+                None => next,
+                Some(a) => Cow::Owned(arith(Math::Add, a, next)?),
+            });
+        }
+        acc.map(Cow::into_owned).ok_or(Stop::Fallback)
     }
 
     /// The path `steps` from `base`: `.name` and slice steps are taken here, read in place up
@@ -1221,6 +1354,9 @@ impl Eval<'_> {
             Expr::Str(_)
             | Expr::Obj(..)
             | Expr::Math(..)
+            | Expr::Sum(_)
+            | Expr::SliceNum(..)
+            | Expr::SliceNumAt(..)
             | Expr::Cmp(..)
             | Expr::And(..)
             | Expr::Or(..) => out(self.leaf(e, input)?.into_owned()),
@@ -1296,7 +1432,11 @@ impl Eval<'_> {
     }
 
     /// The truth of an `if` condition (exactly one output, else jaq decides).
+    /// A comparison is decided in place, without the boolean value it would make.
     fn holds(&self, cond: &Expr, input: &Value) -> Result<bool, Stop> {
+        if let Expr::Cmp(op, l, r) = cond {
+            return compare(*op, &*self.leaf(l, input)?, &*self.leaf(r, input)?);
+        }
         Ok(truthy(&*self.leaf(cond, input)?))
     }
 
@@ -1700,8 +1840,18 @@ mod tests {
             ".t | [.[11:13], .[14:16] | tonumber]",
             "[([.t, .x][] | .[2:4] | tonumber)]",
             ".t[4:6] | tonumber",
+            ".t | .[$args.n:4] | tonumber",
+            ".t | .[14:null] | tonumber",
+            ".t | .[14:99] | tonumber",
+            ".x | .[2:] | tonumber",
+            "(.t[11:13] | tonumber) - (.t[14:16] | tonumber) * 2",
         ] {
             same(code, doc.clone());
+        }
+        // Negative bounds are left to jaq.
+        for code in [".t[-5:-3] | tonumber", ".t | .[-2:] | tonumber"] {
+            assert_eq!(native(code, &doc), Err(Stop::Fallback), "{code}");
+            assert!(reference(code, &doc).is_ok(), "{code}");
         }
         // Text that is not a plain integer is left to jaq, as before the shortcut.
         for code in [
@@ -1716,6 +1866,81 @@ mod tests {
                 "{code}"
             );
         }
+    }
+
+    /// A chain of `+` is one sum: text parts (with `tostring` of the input written in place)
+    /// make one string; any other operand adds left to right as jq does, errors included.
+    #[test]
+    fn sums_match_jaq() {
+        let doc = json!({"s": "ab", "n": 42, "f": 1.5, "z": null, "l": [1], "o": {"a": 1},
+                         "b": true, "u": "é"});
+        // Outside the modelled subset (`tostring` of a float or a collection, an integer past
+        // i64): jaq answers, whatever the native side says must be jaq's answer.
+        for code in [
+            "\"PT\" + tostring + \"M\"",
+            ".f | \"PT\" + tostring + \"M\"",
+            ".l | \"PT\" + tostring + \"M\"",
+            "9223372036854775807 + .n + 1",
+        ] {
+            let want = reference(code, &doc);
+            match native(code, &doc) {
+                Err(Stop::Fallback) => {}
+                got => assert_eq!(got.ok(), want.ok(), "`{code}`"),
+            }
+        }
+        for code in [
+            ".n | \"PT\" + tostring + \"M\"",
+            ".s | \"PT\" + tostring + \"M\"",
+            ".z | \"PT\" + tostring + \"M\"",
+            ".b | \"PT\" + tostring + \"M\"",
+            ".u | \"<\" + tostring + \">\" + . + tostring",
+            ".s + .s + .s",
+            ".s + .u + \"x\" + .s",
+            ".n + .n + 1",
+            ".n + .f + 1",
+            ".z + .s + .s",
+            ".s + .z + .s",
+            ".z + .z + .z",
+            ".l + .l + [2]",
+            ".o + {b: 2} + {a: 3}",
+            ".s + .n + .s",
+            ".s + .s + .n",
+            "1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9 + 10 + 11",
+            ".s + .s + .s + .s + .s + .s + .s + .s + .s + .s",
+            "[.s, .n] | .[0] + \"-\" + (.[1] | tostring)",
+            ".s + (.n | tostring) + .s",
+            "(.s + .s) + .s",
+            ".s + (.s + .s)",
+        ] {
+            same(code, doc.clone());
+        }
+    }
+
+    /// The shapes the demo's mappings lean on compile to their dedicated forms; if a change
+    /// in the compiler lost them, the answers would stay right and only the cost would grow.
+    #[test]
+    fn chains_of_plus_and_sliced_numbers_compile_to_their_forms() {
+        let expr = |code: &str| Program::compile(code).expect("in the subset").expr;
+        assert!(matches!(expr("\"PT\" + tostring + \"M\""), Expr::Sum(p) if p.len() == 3));
+        assert!(matches!(expr(".a + .b + .c + .d"), Expr::Sum(p) if p.len() == 4));
+        assert!(matches!(expr(".a + .b"), Expr::Math(Math::Add, ..)));
+        assert!(matches!(
+            expr(".[11:13] | tonumber"),
+            Expr::SliceNumAt(11, Some(13), _)
+        ));
+        assert!(matches!(
+            expr(".[:4] | tonumber"),
+            Expr::SliceNumAt(0, Some(4), _)
+        ));
+        assert!(matches!(
+            expr(".[5:null] | tonumber"),
+            Expr::SliceNumAt(5, None, _)
+        ));
+        assert!(matches!(expr(".[-2:] | tonumber"), Expr::SliceNum(..)));
+        assert!(matches!(expr(".[$args.n:] | tonumber"), Expr::SliceNum(..)));
+        assert!(matches!(expr(".[11:13]? | tonumber"), Expr::Pipe(..)));
+        let long = vec![".a"; 20].join(" + ");
+        assert!(matches!(expr(&long), Expr::Sum(p) if p.len() <= SUM_MAX));
     }
 
     /// Objects are key-ordered maps (no `preserve_order`): a built object has jaq's members and
