@@ -977,6 +977,15 @@ impl Eval<'_> {
                 [Step::Field(k)] => field(input, k).map(Cow::Borrowed),
                 _ => self.val(e, input),
             },
+            // `.name | f` (a field handed to a definition): the member is read here and `f`
+            // runs on it, as the pipe would.
+            Expr::Pipe(l, r) => match &**l {
+                Expr::Path(root, steps) if matches!(**root, Expr::Id) => match steps.as_slice() {
+                    [Step::Field(k)] => self.val(r, field(input, k)?),
+                    _ => self.val(e, input),
+                },
+                _ => self.val(e, input),
+            },
             _ => self.val(e, input),
         }
     }
