@@ -1640,28 +1640,26 @@ impl Eval<'_> {
     }
 }
 
-/// `-?[0-9]+` (leading zeros included when positive, as jaq reads them; not a negative zero,
-/// nor a negative with a leading zero, which jaq reads as 0): the strings whose `tonumber` is
-/// a machine integer, unambiguously.
-/// `tonumber` of text: integers written the canonical way are read here, anything else by jaq.
+/// `tonumber` of text: `-?[0-9]+` of at most 18 digits (leading zeros included when positive,
+/// as jaq reads them; not a negative zero, nor a negative with a leading zero, which jaq reads
+/// as 0), the strings whose `tonumber` is a machine integer unambiguously, is read here in one
+/// pass (18 digits cannot overflow); anything else by jaq.
 fn integer_text(s: &str) -> Result<Value, Stop> {
-    if !canonical_int(s) {
+    let (neg, digits) = match s.as_bytes() {
+        [b'-', rest @ ..] => (true, rest),
+        all => (false, all),
+    };
+    if digits.is_empty() || digits.len() > 18 || (neg && digits.first() == Some(&b'0')) {
         return Err(Stop::Fallback);
     }
-    s.parse::<i64>()
-        .map(Value::from)
-        .map_err(|_| Stop::Fallback)
-}
-
-fn canonical_int(s: &str) -> bool {
-    let (neg, digits) = match s.strip_prefix('-') {
-        Some(d) => (true, d),
-        None => (false, s),
-    };
-    !digits.is_empty()
-        && digits.len() <= 18
-        && digits.bytes().all(|c| c.is_ascii_digit())
-        && !(neg && digits.starts_with('0'))
+    let mut n: i64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return Err(Stop::Fallback);
+        }
+        n = n * 10 + i64::from(c - b'0');
+    }
+    Ok(Value::from(if neg { -n } else { n }))
 }
 
 fn is_ref_path(e: &Expr) -> bool {
@@ -1740,8 +1738,26 @@ mod tests {
             assert!(reference(".code | tonumber", &input).is_ok(), "{s}");
         }
         // The forms the native evaluator keeps still equal jaq.
-        for s in ["-1", "09", "0", "-4", "123456789012345678"] {
+        for s in [
+            "-1",
+            "09",
+            "0",
+            "-4",
+            "-10",
+            "000123",
+            "123456789012345678",
+            "999999999999999999",
+            "-999999999999999999",
+        ] {
             same(".code | tonumber", json!({"code": s}));
+        }
+        // Other text is jaq's to read (or to refuse).
+        for s in ["+5", "1a", "-", "", " 1", "1234567890123456789", "１"] {
+            let input = json!({"code": s});
+            match native(".code | tonumber", &input) {
+                Err(Stop::Fallback) => {}
+                got => panic!("`{s}`: the native side answered {got:?}"),
+            }
         }
     }
 
