@@ -994,29 +994,30 @@ impl Eval<'_> {
     /// in a sum of minutes, say) also read inline.
     #[inline(always)]
     fn operand<'a>(&'a self, e: &'a Expr, input: &'a Value) -> Result<Cow<'a, Value>, Stop> {
-        match (e, input) {
-            (Expr::SliceNumAt(from, to, _), Value::String(text)) if text.is_ascii() => {
-                Ok(Cow::Owned(sliced_at(*from, *to, text)?))
-            }
-            (Expr::SliceNum(from, to, _), Value::String(text)) if text.is_ascii() => Ok(
-                Cow::Owned(self.sliced(from.as_deref(), to.as_deref(), text, input)?),
-            ),
-            _ => self.leaf(e, input),
+        match self.sliced_number(e, input) {
+            Some(n) => n.map(Cow::Owned),
+            None => self.leaf(e, input),
         }
     }
 
-    /// `.[from:to] | tonumber` of ASCII `text` (the input): the number read from the slice.
-    fn sliced(
-        &self,
-        from: Option<&Expr>,
-        to: Option<&Expr>,
-        text: &str,
-        input: &Value,
-    ) -> Result<Value, Stop> {
-        let from = from.map(|e| self.leaf(e, input)).transpose()?;
-        let to = to.map(|e| self.leaf(e, input)).transpose()?;
-        let (s, e) = span(from.as_deref(), to.as_deref(), text.len())?;
-        integer_text(text.get(s..e).unwrap_or_default())
+    /// `.[from:to] | tonumber` ([`Expr::SliceNumAt`], [`Expr::SliceNum`]) of ASCII text: the
+    /// number read from the slice in place. `None` for any other expression or input, which
+    /// the general route takes.
+    #[inline(always)]
+    fn sliced_number(&self, e: &Expr, input: &Value) -> Option<Result<Value, Stop>> {
+        let Value::String(text) = input else {
+            return None;
+        };
+        match e {
+            Expr::SliceNumAt(from, to, _) if text.is_ascii() => Some(sliced_at(*from, *to, text)),
+            Expr::SliceNum(from, to, _) if text.is_ascii() => Some((|| {
+                let from = from.as_deref().map(|e| self.leaf(e, input)).transpose()?;
+                let to = to.as_deref().map(|e| self.leaf(e, input)).transpose()?;
+                let (s, e) = span(from.as_deref(), to.as_deref(), text.len())?;
+                integer_text(text.get(s..e).unwrap_or_default())
+            })()),
+            _ => None,
+        }
     }
 
     /// Exactly one output, like [`Eval::one`], computed directly (no output callbacks) for
@@ -1084,16 +1085,12 @@ impl Eval<'_> {
             Expr::Sum(parts) => Cow::Owned(self.sum(parts, input)?),
             // `.[a:b] | tonumber` on ASCII text (the digits of a date, say) reads the number
             // from the slice in place: the same answer without a string made for it.
-            Expr::SliceNum(from, to, pipe) => match input {
-                Value::String(text) if text.is_ascii() => {
-                    Cow::Owned(self.sliced(from.as_deref(), to.as_deref(), text, input)?)
+            Expr::SliceNum(.., pipe) | Expr::SliceNumAt(.., pipe) => {
+                match self.sliced_number(e, input) {
+                    Some(n) => Cow::Owned(n?),
+                    None => self.val(pipe, input)?,
                 }
-                _ => self.val(pipe, input)?,
-            },
-            Expr::SliceNumAt(from, to, pipe) => match input {
-                Value::String(text) if text.is_ascii() => Cow::Owned(sliced_at(*from, *to, text)?),
-                _ => self.val(pipe, input)?,
-            },
+            }
             // One left output feeds the right side once; its outputs are the pipe's.
             Expr::Pipe(l, r) if single(l) => match self.leaf(l, input)? {
                 Cow::Borrowed(x) => self.leaf(r, x)?,
