@@ -192,6 +192,10 @@ enum Command {
         /// How long in-flight calls may run after SIGTERM / Ctrl-C (e.g. `10s`, `500ms`).
         #[arg(long, default_value = "10s", value_parser = duration, env = "PORTICO_SHUTDOWN_TIMEOUT")]
         shutdown_timeout: Duration,
+        /// Event-loop threads that own the MCP listener's connections (each connection and its
+        /// backend calls stay on one); 0 runs them on the shared worker pool. Default: one per CPU.
+        #[arg(long, env = "PORTICO_SHARDS")]
+        shards: Option<usize>,
         /// How often the configuration files are checked for changes (`off` disables; SIGHUP
         /// always reloads).
         #[arg(long, default_value = "2s", value_parser = interval, env = "PORTICO_RELOAD_INTERVAL")]
@@ -732,6 +736,7 @@ async fn main() -> ExitCode {
             max_body_bytes,
             admin_addr,
             shutdown_timeout,
+            shards,
             reload_interval,
             log_format,
             server_name,
@@ -794,6 +799,9 @@ async fn main() -> ExitCode {
                 tls,
                 ..HttpOptions::default()
             };
+            if let Some(n) = shards {
+                opts.shards = n;
+            }
             opts.allowed_hosts.extend(allowed_hosts);
             opts.allowed_origins.extend(allowed_origins);
             let ops = Ops {

@@ -53,6 +53,10 @@ pub struct HttpOptions {
     pub webhook_retention: crate::webhook::ingress::Retention,
     /// TLS for this listener (`ops::tls`); `None`: plain HTTP.
     pub tls: Option<Arc<crate::ops::tls::Tls>>,
+    /// Connection shards (`ops::shards`): event-loop threads that each own the client
+    /// connections handed to them round robin, with every request on them; 0 serves
+    /// connections on the calling runtime's workers instead. Default: one per CPU.
+    pub shards: usize,
 }
 
 impl Default for HttpOptions {
@@ -70,6 +74,7 @@ impl Default for HttpOptions {
             webhook_key: None,
             webhook_journal: None,
             webhook_retention: Default::default(),
+            shards: crate::ops::shards::per_cpu(),
             tls: None,
         }
     }
@@ -1358,6 +1363,10 @@ pub async fn serve(
     use hyper_util::rt::{TokioExecutor, TokioIo};
     use hyper_util::server::conn::auto::Builder;
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let shards = match server.opts.shards {
+        0 => None,
+        n => Some(crate::ops::shards::Shards::start(n)?),
+    };
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -1390,30 +1399,51 @@ pub async fn serve(
                         })
                     })
                 };
-                let Some(tls) = tls else {
-                    let conn = Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(TokioIo::new(stream), svc(None)).into_owned();
-                    let conn = graceful.watch(conn);
-                    tokio::spawn(async move {
-                        if let Err(e) = conn.await {
-                            tracing::debug!(error = %e, "connection ended with an error");
-                        }
-                    });
-                    continue;
-                };
-                // TLS: the handshake runs in the connection's task; the watcher holds shutdown
-                // until the connection is done.
+                // The connection's task: the TLS handshake (if any), then HTTP until it ends.
+                // The watcher holds shutdown until the connection is done.
                 let watcher = graceful.watcher();
-                tokio::spawn(async move {
-                    let stream = match tls.accept(stream).await {
-                        Ok(s) => s,
-                        Err(e) => return tracing::debug!(error = %e, "TLS handshake failed"),
+                let conn = move |stream: tokio::net::TcpStream| async move {
+                    let ended = match tls {
+                        None => {
+                            let conn = Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(TokioIo::new(stream), svc(None)).into_owned();
+                            watcher.watch(conn).await
+                        }
+                        Some(tls) => {
+                            let stream = match tls.accept(stream).await {
+                                Ok(s) => s,
+                                Err(e) => return tracing::debug!(error = %e, "TLS handshake failed"),
+                            };
+                            let cert = stream.get_ref().1.peer_certificates().and_then(|c| c.first()).map(|c| crate::auth::transport::ClientCert::from_der(c.as_ref()));
+                            let conn = Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(TokioIo::new(stream), svc(cert)).into_owned();
+                            watcher.watch(conn).await
+                        }
                     };
-                    let cert = stream.get_ref().1.peer_certificates().and_then(|c| c.first()).map(|c| crate::auth::transport::ClientCert::from_der(c.as_ref()));
-                    let conn = Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(TokioIo::new(stream), svc(cert)).into_owned();
-                    if let Err(e) = watcher.watch(conn).await {
+                    if let Err(e) = ended {
                         tracing::debug!(error = %e, "connection ended with an error");
                     }
+                };
+                let Some(shards) = &shards else {
+                    tokio::spawn(conn(stream));
+                    continue;
+                };
+                // The connection moves to a shard thread and lives there: its socket is
+                // registered anew with the shard's runtime.
+                let stream = match stream.into_std() {
+                    Ok(s) => s,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot hand a connection to a shard");
+                        continue;
+                    }
+                };
+                let handed = shards.run(move || async move {
+                    match tokio::net::TcpStream::from_std(stream) {
+                        Ok(stream) => conn(stream).await,
+                        Err(e) => tracing::warn!(error = %e, "a shard cannot take a connection"),
+                    }
                 });
+                if !handed {
+                    tracing::warn!("a shard thread has ended; connection dropped");
+                }
             }
             _ = &mut shutdown => break,
         }

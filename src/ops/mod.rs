@@ -9,6 +9,7 @@ pub mod metrics;
 pub mod otel;
 pub mod recent;
 pub mod reload;
+pub mod shards;
 pub mod status;
 pub mod tls;
 

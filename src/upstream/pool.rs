@@ -75,7 +75,9 @@ pub struct Pool {
     host_header: HeaderValue,
     connect_timeout: Duration,
     max_idle: usize,
-    idle: Mutex<Vec<Conn>>,
+    /// Idle connections per shard (`ops::shards::slot`): a connection is registered with the
+    /// runtime that made it and is only ever handed to a task on that same thread.
+    idle: Box<[Mutex<Vec<Conn>>]>,
 }
 
 impl std::fmt::Debug for Pool {
@@ -133,16 +135,23 @@ impl Pool {
             host_header: HeaderValue::from_str(authority).ok()?,
             connect_timeout,
             max_idle: 256,
-            idle: Mutex::new(Vec::new()),
+            idle: (0..=crate::ops::shards::MAX)
+                .map(|_| Mutex::new(Vec::new()))
+                .collect(),
         })
     }
 
+    fn idle_here(&self) -> Option<&Mutex<Vec<Conn>>> {
+        self.idle.get(crate::ops::shards::slot())
+    }
+
     fn take(&self) -> Option<Conn> {
-        self.idle.lock().ok()?.pop()
+        self.idle_here()?.lock().ok()?.pop()
     }
 
     fn give_back(&self, c: Conn) {
-        if let Ok(mut idle) = self.idle.lock()
+        if let Some(idle) = self.idle_here()
+            && let Ok(mut idle) = idle.lock()
             && idle.len() < self.max_idle
         {
             idle.push(c);
@@ -361,6 +370,36 @@ mod tests {
             accepts.load(Ordering::SeqCst),
             1,
             "one connection served all five"
+        );
+    }
+
+    #[tokio::test]
+    async fn each_shard_reuses_only_its_own_connections() {
+        let (addr, accepts) = server(vec![OK]).await;
+        let pool = std::sync::Arc::new(Pool::new(&addr, Duration::from_secs(1)).expect("pool"));
+        get(&pool, &addr, 1024)
+            .await
+            .expect("answer off the shards");
+        let shards = crate::ops::shards::Shards::start(2).expect("shards");
+        for _ in 0..4 {
+            // Round robin: shard 0, 1, 0, 1. Each makes one connection, then reuses it.
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let (pool, addr) = (pool.clone(), addr.clone());
+            assert!(shards.run(move || async move {
+                let _ = tx.send(get(&pool, &addr, 1024).await.map(|a| a.status));
+            }));
+            assert_eq!(
+                rx.await.expect("the shard ran").expect("answer"),
+                StatusCode::OK
+            );
+        }
+        get(&pool, &addr, 1024)
+            .await
+            .expect("answer off the shards again");
+        assert_eq!(
+            accepts.load(Ordering::SeqCst),
+            3,
+            "one connection for the test's runtime and one per shard, none shared between them"
         );
     }
 

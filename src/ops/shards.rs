@@ -1,0 +1,125 @@
+//! Connection shards: event-loop threads that each run a single-threaded tokio runtime and own
+//! the client connections handed to them. It never moves a connection between shards.
+//!
+//! With a work-stealing runtime a request's task hops between worker threads (the worker that
+//! polls the reactor wakes every ready task), so memory allocated on one thread is freed on
+//! another and the caches of both see the same objects. A shard keeps a client connection,
+//! every request on it and the backend connections those requests use (`upstream::pool` keeps
+//! one idle list per shard) on one thread.
+
+use std::cell::Cell;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tokio::sync::mpsc;
+
+/// The most shards a process runs (per-shard tables are sized by it).
+pub const MAX: usize = 64;
+
+thread_local! {
+    /// 1 + the index of the shard running on this thread; 0 off the shards.
+    static SLOT: Cell<usize> = const { Cell::new(0) };
+}
+
+/// One shard per CPU the process may use (at least one).
+pub fn per_cpu() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX))
+}
+
+/// The per-shard slot of the calling thread: 0 off the shards, `1..=n` on shard `n - 1`.
+pub fn slot() -> usize {
+    SLOT.with(Cell::get)
+}
+
+/// A job a shard runs: it makes its future on the shard's thread, inside the shard's runtime.
+type Job = Box<dyn FnOnce() -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
+
+/// Handles to the shard threads; dropping every clone ends them once their tasks finish.
+#[derive(Clone)]
+pub struct Shards {
+    senders: Arc<Vec<mpsc::UnboundedSender<Job>>>,
+    next: Arc<AtomicUsize>,
+}
+
+impl std::fmt::Debug for Shards {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shards")
+            .field("count", &self.senders.len())
+            .finish()
+    }
+}
+
+impl Shards {
+    /// Starts `count` shard threads (at least one, at most [`MAX`]).
+    pub fn start(count: usize) -> std::io::Result<Shards> {
+        let count = count.clamp(1, MAX);
+        let mut senders = Vec::with_capacity(count);
+        for index in 0..count {
+            let (tx, mut rx) = mpsc::unbounded_channel::<Job>();
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            std::thread::Builder::new()
+                .name(format!("portico-shard-{index}"))
+                .spawn(move || {
+                    SLOT.with(|s| s.set(index + 1));
+                    rt.block_on(async move {
+                        while let Some(job) = rx.recv().await {
+                            tokio::spawn(job());
+                        }
+                    });
+                })?;
+            senders.push(tx);
+        }
+        Ok(Shards {
+            senders: Arc::new(senders),
+            next: Arc::new(AtomicUsize::new(0)),
+        })
+    }
+
+    /// How many shards there are.
+    pub fn len(&self) -> usize {
+        self.senders.len()
+    }
+
+    /// Never true: a `Shards` has at least one thread.
+    pub fn is_empty(&self) -> bool {
+        self.senders.is_empty()
+    }
+
+    /// Runs `job` on the next shard, round robin. The job is built there (a `TcpStream` must be
+    /// registered with the runtime that polls it). False when the shard has ended.
+    pub fn run<F, Fut>(&self, job: F) -> bool
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let at = self.next.fetch_add(1, Ordering::Relaxed) % self.senders.len();
+        self.senders[at]
+            .send(Box::new(move || Box::pin(job())))
+            .is_ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn jobs_run_on_their_shard_threads_round_robin() {
+        let shards = Shards::start(2).expect("threads start");
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        for _ in 0..4 {
+            let tx = tx.clone();
+            assert!(shards.run(move || async move {
+                let _ = tx.send(slot());
+            }));
+        }
+        let mut seen = Vec::new();
+        for _ in 0..4 {
+            seen.push(rx.recv().await.expect("a job ran"));
+        }
+        seen.sort();
+        assert_eq!(seen, vec![1, 1, 2, 2]);
+        assert_eq!(slot(), 0, "the test's own thread is no shard");
+    }
+}
