@@ -561,6 +561,10 @@ async fn malformed_requests_get_protocol_errors_and_the_server_keeps_serving() {
     );
     let a = send(post(big)).await;
     assert_eq!(a.status, 413);
+    assert!(
+        a.headers.get("connection").is_none(),
+        "a body a little over the limit is read and dropped: the connection stays usable"
+    );
     // Wrong content type: 415.
     let a = send(c.post(&url).header("content-type", "text/plain").body("{}")).await;
     assert_eq!(a.status, 415);
@@ -579,5 +583,36 @@ async fn malformed_requests_get_protocol_errors_and_the_server_keeps_serving() {
     // Still serving.
     let a = call(&c, &url, "usp_services_list", json!({})).await;
     assert_eq!(a.sc()["services"].as_array().unwrap().len(), 3);
+    d.stop().await;
+}
+
+#[tokio::test]
+async fn a_body_far_over_the_limit_is_refused_unread_and_the_connection_closes() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (d, _c, url) = demo().await;
+    let addr = url
+        .strip_prefix("http://")
+        .and_then(|u| u.strip_suffix("/mcp"))
+        .expect("an http URL")
+        .to_string();
+    let mut s = tokio::net::TcpStream::connect(&addr)
+        .await
+        .expect("connect");
+    // 1 GiB announced, a few bytes sent: the answer must not wait for the rest.
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json\r\nContent-Length: 1073741824\r\n\r\n{{\"jsonrpc\""
+    );
+    s.write_all(head.as_bytes()).await.expect("write");
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        s.read_to_end(&mut answer),
+    )
+    .await;
+    let text = String::from_utf8_lossy(&answer).to_ascii_lowercase();
+    assert!(read.is_ok(), "the server closes the connection: {text}");
+    assert!(text.starts_with("http/1.1 413"), "{text}");
+    assert!(text.contains("\r\nconnection: close\r\n"), "{text}");
     d.stop().await;
 }

@@ -587,35 +587,45 @@ impl Server {
             );
         }
         let max = self.opts.max_body_bytes;
-        let too_big = || {
-            if let Some(problem) = autonym_only_problem(&self.core, "payload_too_large") {
-                return problem_response(Some(413), &problem);
+        // `drained`: the rest of the body was read and dropped, so the connection can carry
+        // the next request; otherwise the answer says the connection closes (RFC 9112 §9.6).
+        let too_big = |drained: bool| {
+            let mut r = match autonym_only_problem(&self.core, "payload_too_large") {
+                Some(problem) => problem_response(Some(413), &problem),
+                None => rpc_error(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    &Value::Null,
+                    INVALID_REQUEST,
+                    &format!("request body exceeds {max} bytes"),
+                    None,
+                ),
+            };
+            if !drained {
+                r.headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
             }
-            rpc_error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                &Value::Null,
-                INVALID_REQUEST,
-                &format!("request body exceeds {max} bytes"),
-                None,
-            )
+            r
         };
-        if let Some(len) = req
-            .headers()
+        let (parts, mut body) = req.into_parts();
+        if let Some(len) = parts
+            .headers
             .get(header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
             .and_then(|s| s.parse::<u64>().ok())
             && len > max as u64
         {
-            return too_big();
+            // A body at most DRAIN_BYTES over the limit is read and dropped, so the client
+            // (still sending) gets the answer instead of a reset; a larger one is not read.
+            let drained = len <= max as u64 + DRAIN_BYTES && drain(&mut body).await;
+            return too_big(drained);
         }
-        let (parts, body) = req.into_parts();
-        let bytes = match Limited::new(body, max).collect().await {
+        let bytes = match Limited::new(&mut body, max).collect().await {
             Ok(c) => c.to_bytes(),
             Err(e) => {
                 if e.downcast_ref::<http_body_util::LengthLimitError>()
                     .is_some()
                 {
-                    return too_big();
+                    return too_big(drain(&mut body).await);
                 }
                 return rpc_error(
                     StatusCode::BAD_REQUEST,
@@ -1216,6 +1226,33 @@ fn autonym_only_problem(core: &Core, slug: &str) -> Option<Value> {
 
 /// An HTTP answer whose body is a Problem Details object (autonym's pre-JSON-RPC forms): 401
 /// carries a Bearer challenge naming the code, 429 and 503 `Retry-After` when known.
+/// How much of an oversized request body past the limit is read and dropped (so that the
+/// connection stays usable and the client gets its 413), and for how long at most.
+const DRAIN_BYTES: u64 = 8 << 20;
+const DRAIN_TIME: Duration = Duration::from_secs(2);
+
+/// Reads and drops what is left of a request body, at most [`DRAIN_BYTES`] and for at most
+/// [`DRAIN_TIME`]: true when the body ended within both.
+async fn drain(body: &mut Incoming) -> bool {
+    let limit = DRAIN_BYTES;
+    let read = async {
+        let mut seen = 0u64;
+        while let Some(frame) = body.frame().await {
+            let Ok(frame) = frame else { return false };
+            if let Some(data) = frame.data_ref() {
+                seen += data.len() as u64;
+                if seen > limit {
+                    return false;
+                }
+            }
+        }
+        true
+    };
+    tokio::time::timeout(DRAIN_TIME, read)
+        .await
+        .unwrap_or(false)
+}
+
 fn problem_response(status: Option<u16>, problem: &Value) -> Response<Body> {
     let status = status
         .and_then(|s| StatusCode::from_u16(s).ok())
