@@ -1402,7 +1402,14 @@ pub async fn serve(
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let shards = match server.opts.shards {
         0 => None,
-        n => Some(crate::ops::shards::Shards::start(n)?),
+        n => match crate::ops::shards::Shards::start(n) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                // Serving on the shared worker pool beats not serving.
+                tracing::warn!(error = %e, shards = n, "cannot start connection shards; serving on the worker pool");
+                None
+            }
+        },
     };
     tokio::pin!(shutdown);
     loop {
