@@ -1224,8 +1224,6 @@ fn autonym_only_problem(core: &Core, slug: &str) -> Option<Value> {
         .map(|c| autonym::problem(c, None, None))
 }
 
-/// An HTTP answer whose body is a Problem Details object (autonym's pre-JSON-RPC forms): 401
-/// carries a Bearer challenge naming the code, 429 and 503 `Retry-After` when known.
 /// How much of an oversized request body past the limit is read and dropped (so that the
 /// connection stays usable and the client gets its 413), and for how long at most.
 const DRAIN_BYTES: u64 = 8 << 20;
@@ -1234,14 +1232,13 @@ const DRAIN_TIME: Duration = Duration::from_secs(2);
 /// Reads and drops what is left of a request body, at most [`DRAIN_BYTES`] and for at most
 /// [`DRAIN_TIME`]: true when the body ended within both.
 async fn drain(body: &mut Incoming) -> bool {
-    let limit = DRAIN_BYTES;
     let read = async {
         let mut seen = 0u64;
         while let Some(frame) = body.frame().await {
             let Ok(frame) = frame else { return false };
             if let Some(data) = frame.data_ref() {
                 seen += data.len() as u64;
-                if seen > limit {
+                if seen > DRAIN_BYTES {
                     return false;
                 }
             }
@@ -1253,6 +1250,8 @@ async fn drain(body: &mut Incoming) -> bool {
         .unwrap_or(false)
 }
 
+/// An HTTP answer whose body is a Problem Details object (autonym's pre-JSON-RPC forms): 401
+/// carries a Bearer challenge naming the code, 429 and 503 `Retry-After` when known.
 fn problem_response(status: Option<u16>, problem: &Value) -> Response<Body> {
     let status = status
         .and_then(|s| StatusCode::from_u16(s).ok())

@@ -40,14 +40,6 @@ pub struct Shards {
     next: Arc<AtomicUsize>,
 }
 
-impl std::fmt::Debug for Shards {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Shards")
-            .field("count", &self.senders.len())
-            .finish()
-    }
-}
-
 impl Shards {
     /// Starts `count` shard threads (at least one, at most [`MAX`]).
     pub fn start(count: usize) -> std::io::Result<Shards> {
@@ -74,16 +66,6 @@ impl Shards {
             senders: Arc::new(senders),
             next: Arc::new(AtomicUsize::new(0)),
         })
-    }
-
-    /// How many shards there are.
-    pub fn len(&self) -> usize {
-        self.senders.len()
-    }
-
-    /// Never true: a `Shards` has at least one thread.
-    pub fn is_empty(&self) -> bool {
-        self.senders.is_empty()
     }
 
     /// Runs `job` on the next shard, round robin. The job is built there (a `TcpStream` must be
