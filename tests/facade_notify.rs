@@ -468,6 +468,7 @@ notifications:
   listen: [1]
   retry: { initial: soon }
   signing_key: missing.json
+  resource_id: booking_id
 "#,
     )
     .unwrap();
@@ -478,6 +479,7 @@ notifications:
         "needs the notification methods",
         "`ftp://nowhere` is not an http(s) URL",
         "`event_id` is not a JSON pointer",
+        "`booking_id` is not a JSON pointer",
         "`listen` must be an object",
         "retry.initial: `soon` is not a duration",
         "missing.json",

@@ -907,6 +907,45 @@ async fn next(r: &mut tokio::sync::mpsc::UnboundedReceiver<Received>) -> Receive
         .expect("receiver alive")
 }
 
+/// USP §9.2.3: events for one booking are delivered in causal order. The booking's first
+/// event meets a 500 and waits for its retry; the booking's next event waits behind it, while
+/// another booking's event is delivered at once.
+#[tokio::test]
+async fn events_about_one_booking_reach_a_receiver_in_order() {
+    let (recv_addr, mut received) = receiver().await;
+    let (keys, file) = egress_mapping(
+        &[format!("http://{recv_addr}/ok")],
+        "{ initial: 400ms, retries: 2, max_total: 5s, timeout: 2s }",
+    );
+    let env = Env {
+        gw: gateway(&[file]).await,
+        http: reqwest::Client::new(),
+        keys,
+    };
+    let post = async |id: &str, kind: &str, booking: &str| {
+        let s = sign(
+            &env.keys.ec,
+            &env.authority(),
+            &legacy(id, kind, booking),
+            now(),
+        );
+        env.post(&s).await.0
+    };
+    let seen = |r: &Received| {
+        let e: Value = serde_json::from_slice(&r.body).unwrap();
+        (e["event_id"].as_str().unwrap().to_string(), r.status)
+    };
+    assert_eq!(post("ord-1", "appointment.booked", "B-1").await, 202);
+    assert_eq!(seen(&next(&mut received).await), ("ord-1".into(), 500));
+    assert_eq!(post("ord-2", "appointment.cancelled", "B-1").await, 202);
+    assert_eq!(post("ord-3", "appointment.booked", "B-2").await, 202);
+    // B-2 does not wait for B-1; B-1's cancellation waits for its confirmation to get through.
+    assert_eq!(seen(&next(&mut received).await), ("ord-3".into(), 200));
+    assert_eq!(seen(&next(&mut received).await), ("ord-1".into(), 200));
+    assert_eq!(seen(&next(&mut received).await), ("ord-2".into(), 200));
+    env.gw.stop().await.unwrap();
+}
+
 /// Fault injection (issue 9): a receiver that hangs. Each attempt ends at the policy's
 /// `timeout`, is retried on the schedule and the delivery ends as a dead letter whose error is
 /// `timeout`; meanwhile deliveries of the same and later events to a healthy receiver are not

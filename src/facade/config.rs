@@ -57,6 +57,10 @@ pub struct NotificationsSpec {
     /// JSON pointer to the event id in the notification's params (default `/event_id`).
     #[serde(default)]
     pub event_id: Option<String>,
+    /// JSON pointer to the id of the resource an event is about (default `/booking_id`):
+    /// events about one resource reach each URL in the order they came (USP §9.2.3).
+    #[serde(default)]
+    pub resource_id: Option<String>,
     /// The `notifications` filter of the 2026-07-28 `subscriptions/listen` request (default
     /// `{"dev.portico/webhooks": true}` for usp, else `{}`).
     #[serde(default)]
@@ -435,6 +439,17 @@ fn notifications(
             "e.g. /event_id",
         ));
     }
+    let resource_id = n
+        .resource_id
+        .clone()
+        .unwrap_or_else(|| "/booking_id".into());
+    if !resource_id.is_empty() && !resource_id.starts_with('/') {
+        diags.push(err(
+            "resource_id",
+            format!("`{resource_id}` is not a JSON pointer"),
+            "e.g. /booking_id",
+        ));
+    }
     let listen = match &n.listen {
         Some(v @ serde_json::Value::Object(_)) => v.clone(),
         Some(_) => {
@@ -497,6 +512,7 @@ fn notifications(
             methods,
             deliver_to,
             event_id,
+            resource_id,
             listen,
             retry,
             platforms: n.from_profiles.then(|| {

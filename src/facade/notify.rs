@@ -13,7 +13,10 @@
 //! call through the facade that names its platform profile (`USP-Agent: profile="…"`) and
 //! answers with a booking ties that booking to the profile ([`Platforms::learn`]); a later
 //! event for the booking is also sent to the profile's `webhook_url`, read from the profile
-//! document (fetched with `auth::fetch`'s limits, cached for [`PROFILE_TTL`]).
+//! document (fetched with `auth::fetch`'s limits, cached for [`PROFILE_TTL`]). The backend's
+//! webhook for a new booking can overtake the answer that ties the booking to its platform, so
+//! an event of a booking no platform has claimed yet is held (up to [`CLAIM_WAIT`], at most
+//! [`HELD_EVENTS`]) and sent on when the answer arrives; events of one booking keep their order.
 
 use crate::auth::fetch::Limits;
 use crate::model::Outcome;
@@ -30,6 +33,10 @@ pub const RECENT_IDS: usize = 4096;
 pub const KNOWN_BOOKINGS: usize = 10_000;
 /// How long a profile's `webhook_url` (or its absence) is reused before it is fetched again.
 pub const PROFILE_TTL: Duration = Duration::from_secs(300);
+/// How long an event of a booking that no platform has claimed yet waits for its claim.
+pub const CLAIM_WAIT: Duration = Duration::from_secs(10);
+/// Most events held waiting for their booking's claim (the oldest give up first).
+pub const HELD_EVENTS: usize = 1024;
 
 /// Platforms learnt from facade calls: booking id -> profile URI, profile -> `webhook_url`.
 #[derive(Debug)]
@@ -37,6 +44,8 @@ pub struct Platforms {
     bookings: Mutex<(HashMap<String, String>, VecDeque<String>)>,
     urls: Mutex<HashMap<String, (Option<url::Url>, Instant)>>,
     limits: Limits,
+    /// Signalled when a booking is tied to a platform for the first time.
+    claimed: tokio::sync::Notify,
 }
 
 impl Platforms {
@@ -45,6 +54,7 @@ impl Platforms {
             bookings: Mutex::new((HashMap::new(), VecDeque::new())),
             urls: Mutex::new(HashMap::new()),
             limits,
+            claimed: tokio::sync::Notify::new(),
         }
     }
 
@@ -69,18 +79,25 @@ impl Platforms {
             {
                 map.remove(&old);
             }
+            drop(guard);
+            self.claimed.notify_one();
         }
     }
 
-    /// The platform profile that made or read the booking of `event` (`booking_id`).
-    fn profile_of(&self, event: &Value) -> Option<String> {
-        let id = event.get("booking_id").and_then(Value::as_str)?;
-        self.bookings.lock().ok()?.0.get(id).cloned()
+    /// The platform profile that made or read `booking`.
+    fn profile_of(&self, booking: &str) -> Option<String> {
+        self.bookings.lock().ok()?.0.get(booking).cloned()
     }
 
-    /// The `webhook_url` of the platform behind `event`, if it published an acceptable one.
-    async fn target(&self, event: &Value) -> Option<url::Url> {
-        let profile = self.profile_of(event)?;
+    fn is_claimed(&self, booking: &str) -> bool {
+        self.bookings
+            .lock()
+            .is_ok_and(|b| b.0.contains_key(booking))
+    }
+
+    /// The `webhook_url` of the platform behind `booking`, if it published an acceptable one.
+    async fn target(&self, booking: &str) -> Option<url::Url> {
+        let profile = self.profile_of(booking)?;
         if let Ok(cache) = self.urls.lock()
             && let Some((url, at)) = cache.get(&profile)
             && at.elapsed() < PROFILE_TTL
@@ -134,6 +151,8 @@ pub struct Notifications {
     pub deliver_to: Vec<url::Url>,
     /// JSON pointer to the event id in the notification's params.
     pub event_id: String,
+    /// JSON pointer to the resource an event is about: its deliveries to one URL keep their order.
+    pub resource_id: String,
     /// The 2026-07-28 `subscriptions/listen` filter.
     pub listen: Value,
     pub retry: RetryPolicy,
@@ -157,6 +176,63 @@ impl Relay {
 impl Drop for Relay {
     fn drop(&mut self) {
         self.task.abort();
+    }
+}
+
+/// An event held until its booking is claimed by a platform.
+#[derive(Debug)]
+struct Held {
+    since: Instant,
+    booking: String,
+    event_id: String,
+    body: Arc<Value>,
+}
+
+/// Events of bookings no platform has claimed yet, in arrival order (so per booking too).
+#[derive(Debug, Default)]
+struct Unclaimed {
+    events: VecDeque<Held>,
+}
+
+impl Unclaimed {
+    fn holds(&self, booking: &str) -> bool {
+        self.events.iter().any(|h| h.booking == booking)
+    }
+
+    /// Holds `h`; when full, the oldest held event gives up (and is returned).
+    fn hold(&mut self, h: Held) -> Option<Held> {
+        let dropped = (self.events.len() >= HELD_EVENTS)
+            .then(|| self.events.pop_front())
+            .flatten();
+        self.events.push_back(h);
+        dropped
+    }
+
+    /// Takes out, in arrival order, the events whose booking is now claimed.
+    fn take_claimed(&mut self, claimed: impl Fn(&str) -> bool) -> Vec<Held> {
+        let (ready, waiting) = std::mem::take(&mut self.events)
+            .into_iter()
+            .partition(|h| claimed(&h.booking));
+        self.events = waiting;
+        ready.into()
+    }
+
+    /// Gives up the events held since before `now - CLAIM_WAIT`; returns how many.
+    fn expire(&mut self, now: Instant) -> usize {
+        let before = self.events.len();
+        while self
+            .events
+            .front()
+            .is_some_and(|h| now.duration_since(h.since) >= CLAIM_WAIT)
+        {
+            self.events.pop_front();
+        }
+        before - self.events.len()
+    }
+
+    /// When the oldest held event gives up.
+    fn deadline(&self) -> Option<Instant> {
+        self.events.front().map(|h| h.since + CLAIM_WAIT)
     }
 }
 
@@ -224,13 +300,131 @@ fn judge(n: &Notifications, recent: &mut Recent, msg: Value) -> Verdict {
     Verdict::Deliver { event_id, body }
 }
 
+/// Sends `body` to the `webhook_url` of the platform that claimed `booking`, unless that URL
+/// is already one of the `deliver_to` URLs (which got it).
+async fn to_platform(
+    n: &Notifications,
+    p: &Platforms,
+    egress: &Arc<Egress>,
+    booking: &str,
+    body: Arc<Value>,
+    event_id: String,
+) {
+    if let Some(url) = p.target(booking).await
+        && !n.deliver_to.contains(&url)
+    {
+        egress.deliver(
+            url,
+            body,
+            event_id,
+            n.retry,
+            None,
+            Some(booking.to_string()),
+        );
+    }
+}
+
+/// Sends on, in arrival order, the held events whose booking has been claimed since.
+async fn release(
+    n: &Notifications,
+    p: &Platforms,
+    egress: &Arc<Egress>,
+    unclaimed: &mut Unclaimed,
+) {
+    for h in unclaimed.take_claimed(|b| p.is_claimed(b)) {
+        to_platform(n, p, egress, &h.booking, h.body, h.event_id).await;
+    }
+}
+
+/// Relays each notification from `rx` to its webhook URLs until the channel closes.
+async fn relay(n: Notifications, egress: Arc<Egress>, mut rx: mpsc::Receiver<Value>) {
+    let mut recent = Recent::default();
+    let mut unclaimed = Unclaimed::default();
+    loop {
+        let deadline = unclaimed.deadline();
+        let expiry = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        let msg = tokio::select! {
+            msg = rx.recv() => match msg {
+                Some(m) => m,
+                None => break,
+            },
+            () = async {
+                match &n.platforms {
+                    Some(p) => p.claimed.notified().await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                if let Some(p) = &n.platforms {
+                    release(&n, p, &egress, &mut unclaimed).await;
+                }
+                continue;
+            }
+            () = expiry => {
+                let gone = unclaimed.expire(Instant::now());
+                for _ in 0..gone {
+                    crate::ops::metrics::facade_notification("unclaimed");
+                }
+                continue;
+            }
+        };
+        match judge(&n, &mut recent, msg) {
+            Verdict::Deliver { event_id, body } => {
+                crate::ops::metrics::facade_notification("delivered");
+                let booking = body
+                    .pointer(&n.resource_id)
+                    .and_then(Value::as_str)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string);
+                let body = Arc::new(body);
+                for url in &n.deliver_to {
+                    egress.deliver(
+                        url.clone(),
+                        body.clone(),
+                        event_id.clone(),
+                        n.retry,
+                        None,
+                        booking.clone(),
+                    );
+                }
+                let (Some(p), Some(booking)) = (&n.platforms, booking) else {
+                    continue;
+                };
+                if p.is_claimed(&booking) && !unclaimed.holds(&booking) {
+                    to_platform(&n, p, &egress, &booking, body, event_id).await;
+                    continue;
+                }
+                // Its booking's answer has not reached the facade yet (or an earlier
+                // event of the booking is still held): wait for the claim, in order.
+                let held = Held {
+                    since: Instant::now(),
+                    booking,
+                    event_id,
+                    body,
+                };
+                if let Some(gone) = unclaimed.hold(held) {
+                    tracing::debug!(event_id = %gone.event_id, "no platform claimed the booking; dropping the held event");
+                    crate::ops::metrics::facade_notification("unclaimed");
+                }
+                release(&n, p, &egress, &mut unclaimed).await;
+            }
+            Verdict::Ignored => crate::ops::metrics::facade_notification("ignored"),
+            Verdict::Duplicate => crate::ops::metrics::facade_notification("duplicate"),
+        }
+    }
+}
+
 /// Starts relaying `upstream`'s notifications through `egress`.
 pub fn start(
     upstream: Arc<crate::upstream::mcp::McpUpstream>,
     n: Notifications,
     egress: Arc<Egress>,
 ) -> Relay {
-    let (tx, mut rx) = mpsc::channel::<Value>(256);
+    let (tx, rx) = mpsc::channel::<Value>(256);
     let connected = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let opts = crate::upstream::listen::ListenOptions {
         filter: n.listen.clone(),
@@ -238,30 +432,7 @@ pub fn start(
     };
     let task = tokio::spawn(async move {
         let listener = upstream.listen_forever(opts, tx);
-        let relay = async move {
-            let mut recent = Recent::default();
-            while let Some(msg) = rx.recv().await {
-                match judge(&n, &mut recent, msg) {
-                    Verdict::Deliver { event_id, body } => {
-                        crate::ops::metrics::facade_notification("delivered");
-                        let mut urls = n.deliver_to.clone();
-                        if let Some(p) = &n.platforms
-                            && let Some(u) = p.target(&body).await
-                            && !urls.contains(&u)
-                        {
-                            urls.push(u);
-                        }
-                        let body = Arc::new(body);
-                        for url in urls {
-                            egress.deliver(url, body.clone(), event_id.clone(), n.retry, None);
-                        }
-                    }
-                    Verdict::Ignored => crate::ops::metrics::facade_notification("ignored"),
-                    Verdict::Duplicate => crate::ops::metrics::facade_notification("duplicate"),
-                }
-            }
-        };
-        tokio::join!(listener, relay);
+        tokio::join!(listener, relay(n, egress, rx));
     });
     Relay {
         task: task.abort_handle(),
@@ -279,6 +450,7 @@ mod tests {
             methods: vec!["usp_webhook".into()],
             deliver_to: vec![],
             event_id: "/event_id".into(),
+            resource_id: "/booking_id".into(),
             listen: json!({}),
             retry: RetryPolicy::default(),
             platforms: None,
@@ -358,10 +530,133 @@ mod tests {
             },
         );
         assert_eq!(
-            p.profile_of(&json!({"booking_id": "bkg_1"})).as_deref(),
+            p.profile_of("bkg_1").as_deref(),
             Some("https://agent.example/p.json")
         );
-        assert_eq!(p.profile_of(&json!({"booking_id": "bkg_2"})), None);
+        assert_eq!(p.profile_of("bkg_2"), None);
+    }
+
+    fn held(booking: &str, id: &str, since: Instant) -> Held {
+        Held {
+            since,
+            booking: booking.into(),
+            event_id: id.into(),
+            body: Arc::new(json!({"booking_id": booking, "event_id": id})),
+        }
+    }
+
+    #[test]
+    fn held_events_come_out_in_order_once_claimed_and_give_up_after_the_wait() {
+        let t0 = Instant::now();
+        let mut u = Unclaimed::default();
+        assert_eq!(u.deadline(), None);
+        u.hold(held("b1", "e1", t0));
+        u.hold(held("b2", "e2", t0 + Duration::from_secs(1)));
+        u.hold(held("b1", "e3", t0 + Duration::from_secs(2)));
+        assert!(u.holds("b1") && u.holds("b2") && !u.holds("b3"));
+        assert_eq!(u.deadline(), Some(t0 + CLAIM_WAIT));
+        let out: Vec<String> = u
+            .take_claimed(|b| b == "b1")
+            .into_iter()
+            .map(|h| h.event_id)
+            .collect();
+        assert_eq!(out, ["e1", "e3"]);
+        assert!(!u.holds("b1"));
+        // b2 is never claimed: it gives up CLAIM_WAIT after it came, not before.
+        assert_eq!(u.expire(t0 + CLAIM_WAIT), 0);
+        assert_eq!(u.expire(t0 + CLAIM_WAIT + Duration::from_secs(1)), 1);
+        assert_eq!(u.deadline(), None);
+        // Bounded: the oldest gives up first.
+        for i in 0..HELD_EVENTS {
+            assert!(u.hold(held("b", &i.to_string(), t0)).is_none());
+        }
+        let gone = u.hold(held("b", "last", t0)).expect("the oldest gives up");
+        assert_eq!(gone.event_id, "0");
+        assert_eq!(u.events.len(), HELD_EVENTS);
+    }
+
+    /// A webhook receiver on 127.0.0.1 that reports each body it gets (answering 200).
+    async fn hooks() -> (url::Url, mpsc::UnboundedReceiver<Value>) {
+        use http_body_util::BodyExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url =
+            url::Url::parse(&format!("http://{}/hooks", listener.local_addr().unwrap())).unwrap();
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let tx = tx.clone();
+                tokio::spawn(async move {
+                    let svc = hyper::service::service_fn(
+                        move |req: http::Request<hyper::body::Incoming>| {
+                            let tx = tx.clone();
+                            async move {
+                                let body = req.into_body().collect().await.map(|c| c.to_bytes());
+                                if let Ok(b) = body {
+                                    let _ =
+                                        tx.send(serde_json::from_slice(&b).unwrap_or(Value::Null));
+                                }
+                                Ok::<_, std::convert::Infallible>(http::Response::new(
+                                    http_body_util::Full::new(bytes::Bytes::new()),
+                                ))
+                            }
+                        },
+                    );
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                        .await;
+                });
+            }
+        });
+        (url, rx)
+    }
+
+    /// The backend's webhook for a new booking can reach the relay before the facade's answer
+    /// ties the booking to its platform: the event waits for the tie, then goes out ahead of the
+    /// booking's later events.
+    #[tokio::test]
+    async fn an_event_that_overtakes_its_bookings_answer_waits_for_it() {
+        let (hook, mut got) = hooks().await;
+        let profile = "https://agent.example/p.json";
+        let platforms = Arc::new(Platforms::new(Limits::default()));
+        // The profile's webhook_url, as if fetched a moment ago.
+        platforms
+            .urls
+            .lock()
+            .unwrap()
+            .insert(profile.into(), (Some(hook), Instant::now()));
+        let n = Notifications {
+            platforms: Some(platforms.clone()),
+            ..config()
+        };
+        let key = crate::webhook::keys::SigningKey::generate(
+            crate::webhook::keys::Alg::EcdsaP256Sha256,
+            "t",
+        )
+        .unwrap();
+        let (tx, rx) = mpsc::channel(8);
+        tokio::spawn(relay(n, Egress::new(Arc::new(key), None), rx));
+        let note = |event: &str, id: &str| {
+            json!({"jsonrpc": "2.0", "method": "usp_webhook",
+                   "params": {"event": event, "event_id": id, "booking_id": "bkg_9"}})
+        };
+        tx.send(note("booking.confirmed", "e1")).await.unwrap();
+        // Nothing goes out while no platform has claimed bkg_9.
+        let early = tokio::time::timeout(Duration::from_millis(200), got.recv()).await;
+        assert!(early.is_err(), "sent before the claim: {early:?}");
+        platforms.learn(
+            profile,
+            &Outcome::Success {
+                body: json!({"booking": {"id": "bkg_9", "status": "confirmed"}}),
+            },
+        );
+        tx.send(note("booking.canceled", "e2")).await.unwrap();
+        for want in ["e1", "e2"] {
+            let body = tokio::time::timeout(Duration::from_secs(5), got.recv())
+                .await
+                .expect("delivered within 5 s (hang guard)")
+                .expect("receiver alive");
+            assert_eq!(body["event_id"], want);
+        }
     }
 
     #[test]

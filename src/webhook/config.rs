@@ -55,6 +55,15 @@ impl WebhookConfig {
             .replace("{id}", &crate::translate::path::encode_segment(id))
     }
 
+    /// The subject an event is about (its resource id): deliveries about one subject keep their order.
+    pub fn subject(&self, event: &serde_json::Value) -> Option<String> {
+        event
+            .pointer(&self.resource_id)
+            .and_then(serde_json::Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    }
+
     /// The URI prefix every booking resource of this business starts with.
     pub fn uri_prefix(&self) -> &str {
         self.resource_uri

@@ -1,13 +1,15 @@
 //! Signed outgoing webhooks to `deliver_to` URLs (RFC 9421 with portico's key), backoff retries, dead letters.
-//! It never blocks the ingress (one task per delivery) and never sends an unsigned request.
+//! It never blocks the ingress (one task per delivery), never sends an unsigned request, and never
+//! lets two events about one subject overtake each other on their way to one URL.
 
 use super::journal::{Journal, Record};
 use super::keys::{SigningKey, VerifyingKey};
 use super::sig;
 use serde_json::{Value, json};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::oneshot;
 
 /// Retry schedule (USP §9.2.3 defaults: 30 s initial, 3 retries, 15 minutes at most in total).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +68,81 @@ pub struct Egress {
     journal: Option<Arc<dyn Journal>>,
     client: reqwest::Client,
     dead: Mutex<VecDeque<DeadLetter>>,
+    turns: Arc<Turns>,
+}
+
+/// The order of deliveries per (URL, subject): USP §9.2.3 delivers the events of one booking
+/// in causal order, so a delivery waits until the one before it on its key has ended
+/// (delivered or dead-lettered). Deliveries on other keys, or without a subject, never wait.
+#[derive(Debug, Default)]
+struct Turns {
+    /// The last delivery taken on each key: its ticket and the signal that it has ended.
+    tails: Mutex<HashMap<TurnKey, (u64, oneshot::Receiver<()>)>>,
+    tickets: std::sync::atomic::AtomicU64,
+}
+
+/// (URL, subject).
+type TurnKey = (String, String);
+
+/// One delivery's place in its key's line; dropping it lets the next one go.
+struct Turn {
+    turns: Arc<Turns>,
+    key: TurnKey,
+    ticket: u64,
+    before: Option<oneshot::Receiver<()>>,
+    _ended: oneshot::Sender<()>,
+}
+
+impl Turns {
+    /// Takes the next place on `key`, in call order (the caller's order is the event order).
+    fn take(self: &Arc<Self>, key: TurnKey) -> Turn {
+        let ticket = self
+            .tickets
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let (ended, signal) = oneshot::channel();
+        let before = match self.tails.lock() {
+            Ok(mut tails) => tails.insert(key.clone(), (ticket, signal)).map(|(_, r)| r),
+            // A poisoned map orders nothing more but loses no delivery.
+            Err(_) => None,
+        };
+        Turn {
+            turns: self.clone(),
+            key,
+            ticket,
+            before,
+            _ended: ended,
+        }
+    }
+
+    #[cfg(test)]
+    fn waiting_keys(&self) -> usize {
+        self.tails.lock().map(|t| t.len()).unwrap_or(0)
+    }
+}
+
+impl Turn {
+    /// Waits until the delivery before this one on its key has ended; true if there was one.
+    async fn wait(&mut self) -> bool {
+        match self.before.take() {
+            // Either outcome means it ended (its sender is only ever dropped).
+            Some(before) => {
+                let _ = before.await;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        // The last on its key forgets the key, so the map holds only keys with work in flight.
+        if let Ok(mut tails) = self.turns.tails.lock()
+            && tails.get(&self.key).is_some_and(|(t, _)| *t == self.ticket)
+        {
+            tails.remove(&self.key);
+        }
+    }
 }
 
 impl std::fmt::Debug for Egress {
@@ -90,6 +167,7 @@ impl Egress {
             journal,
             client: reqwest::Client::new(),
             dead: Mutex::new(VecDeque::new()),
+            turns: Arc::default(),
         })
     }
 
@@ -119,6 +197,8 @@ impl Egress {
     /// `seq` is the event's journal sequence number: an ingress event's delivery is leased in
     /// the shared state and recorded in the journal; one without (`None`, the facade's relay of
     /// upstream notifications) is delivered from this process only.
+    /// `subject` (the booking id) orders deliveries: one to `url` about the same subject starts
+    /// only when the one before it, in call order, has ended.
     pub fn deliver(
         self: &Arc<Self>,
         url: url::Url,
@@ -126,15 +206,16 @@ impl Egress {
         event_id: String,
         policy: RetryPolicy,
         seq: Option<u64>,
+        subject: Option<String>,
     ) {
         let me = self.clone();
+        let mut turn = subject.map(|s| self.turns.take((url.to_string(), s)));
         tokio::spawn(async move {
             // Several replicas: the pending delivery is leased in Redis, so another replica
             // takes it over if this one dies before it ends (`crate::state::deliveries`).
             let shared = crate::state::shared().zip(seq);
-            let mut lease = None;
-            if let Some((state, seq)) = shared {
-                let recorded = crate::state::deliveries::record(
+            let lease_now = async || match shared {
+                Some((state, seq)) => crate::state::deliveries::record(
                     state,
                     seq,
                     url.as_str(),
@@ -142,15 +223,27 @@ impl Egress {
                     &event,
                     &policy,
                 )
-                .await;
-                match recorded {
-                    Ok(field) => lease = Some(field),
-                    Err(e) => {
-                        tracing::warn!(error = %e, "cannot lease the delivery in the shared state; delivering from this replica only")
-                    }
-                }
+                .await
+                .map(Some),
+                None => Ok(None),
+            };
+            let lease = lease_now().await.unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "cannot lease the delivery in the shared state; delivering from this replica only");
+                None
+            });
+            let waited = match turn.as_mut() {
+                Some(t) => t.wait().await,
+                None => false,
+            };
+            // The wait may have eaten into the lease: take it anew from now.
+            if waited
+                && lease.is_some()
+                && let Err(e) = lease_now().await
+            {
+                tracing::warn!(error = %e, "cannot renew the delivery's lease after waiting its turn");
             }
             let result = me.run(url.clone(), event, event_id, policy).await;
+            drop(turn);
             if let (Some((state, _)), Some(field)) = (shared, lease)
                 && let Err(e) = crate::state::deliveries::finish(state, &field).await
             {
@@ -275,6 +368,39 @@ impl Egress {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn turns_on_one_key_go_in_the_order_taken_and_other_keys_never_wait() {
+        let turns = Arc::<Turns>::default();
+        let key = |s: &str| ("http://127.0.0.1:9/h".to_string(), s.to_string());
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let mut taken: Vec<(u32, Turn)> = (1..=3).map(|i| (i, turns.take(key("b-1")))).collect();
+        let mut other = turns.take(key("b-2"));
+        assert_eq!(turns.waiting_keys(), 2);
+        // Started last-first, they still run first-last; each holds its turn a little while.
+        let mut tasks = Vec::new();
+        while let Some((i, mut turn)) = taken.pop() {
+            let order = order.clone();
+            tasks.push(tokio::spawn(async move {
+                let waited = turn.wait().await;
+                order.lock().unwrap().push(i);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                (i, waited)
+            }));
+        }
+        // Another key's turn is free at once, whatever b-1 is doing.
+        assert!(!other.wait().await);
+        drop(other);
+        let mut waited = Vec::new();
+        for t in tasks {
+            waited.push(t.await.unwrap());
+        }
+        waited.sort_unstable();
+        assert_eq!(waited, [(1, false), (2, true), (3, true)]);
+        assert_eq!(*order.lock().unwrap(), [1, 2, 3]);
+        // Nothing in flight: the map forgets both keys.
+        assert_eq!(turns.waiting_keys(), 0);
+    }
 
     #[test]
     fn usp_default_schedule_is_30_60_120_seconds() {

@@ -254,13 +254,21 @@ impl Ingress {
             else {
                 continue;
             };
-            let policy = gateway
+            let cfg = gateway
                 .businesses
                 .iter()
                 .find(|b| &b.name == business)
-                .and_then(|b| b.webhooks.as_ref().map(|w| w.retry))
-                .unwrap_or_default();
-            egress.deliver(url, event.clone(), event_id.clone(), policy, Some(*seq));
+                .and_then(|b| b.webhooks.as_ref());
+            let policy = cfg.map(|w| w.retry).unwrap_or_default();
+            let subject = cfg.and_then(|w| w.subject(event));
+            egress.deliver(
+                url,
+                event.clone(),
+                event_id.clone(),
+                policy,
+                Some(*seq),
+                subject,
+            );
             resumed += 1;
         }
         Ok(resumed)
@@ -366,11 +374,7 @@ impl Ingress {
                 Refusal::BadEvent(format!("no event id (a string) at `{}`", cfg.event_id))
             })?
             .to_string();
-        let uri = event
-            .pointer(&cfg.resource_id)
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .map(|id| cfg.uri_for(id));
+        let uri = cfg.subject(&event).map(|id| cfg.uri_for(&id));
         let egress = self.egress.as_ref().filter(|_| !cfg.deliver_to.is_empty());
         let shared = egress.map(|_| Arc::new(event.clone()));
         // Several replicas: Redis dedupes, numbers and keeps the event; every replica's reader
@@ -453,6 +457,7 @@ impl Ingress {
         seq: u64,
     ) {
         if let (Some(egress), Some(event)) = (egress, event) {
+            let subject = cfg.subject(&event);
             for url in &cfg.deliver_to {
                 egress.deliver(
                     url.clone(),
@@ -460,6 +465,7 @@ impl Ingress {
                     event_id.to_string(),
                     cfg.retry,
                     Some(seq),
+                    subject.clone(),
                 );
             }
         }
