@@ -431,25 +431,19 @@ fn notifications(
             "e.g. deliver_to: [https://platform.example/webhooks/usp]",
         ));
     }
-    let event_id = n.event_id.clone().unwrap_or_else(|| "/event_id".into());
-    if !event_id.is_empty() && !event_id.starts_with('/') {
-        diags.push(err(
-            "event_id",
-            format!("`{event_id}` is not a JSON pointer"),
-            "e.g. /event_id",
-        ));
-    }
-    let resource_id = n
-        .resource_id
-        .clone()
-        .unwrap_or_else(|| "/booking_id".into());
-    if !resource_id.is_empty() && !resource_id.starts_with('/') {
-        diags.push(err(
-            "resource_id",
-            format!("`{resource_id}` is not a JSON pointer"),
-            "e.g. /booking_id",
-        ));
-    }
+    let mut pointer = |key: &str, value: &Option<String>, default: &str| {
+        let p = value.clone().unwrap_or_else(|| default.to_string());
+        if !p.is_empty() && !p.starts_with('/') {
+            diags.push(err(
+                key,
+                format!("`{p}` is not a JSON pointer"),
+                &format!("e.g. {default}"),
+            ));
+        }
+        p
+    };
+    let event_id = pointer("event_id", &n.event_id, "/event_id");
+    let resource_id = pointer("resource_id", &n.resource_id, "/booking_id");
     let listen = match &n.listen {
         Some(v @ serde_json::Value::Object(_)) => v.clone(),
         Some(_) => {

@@ -331,7 +331,12 @@ async fn release(
     egress: &Arc<Egress>,
     unclaimed: &mut Unclaimed,
 ) {
-    for h in unclaimed.take_claimed(|b| p.is_claimed(b)) {
+    // One look at the claims for all held events (the lock is not held across the sends).
+    let ready = match p.bookings.lock() {
+        Ok(claims) => unclaimed.take_claimed(|b| claims.0.contains_key(b)),
+        Err(_) => Vec::new(),
+    };
+    for h in ready {
         to_platform(n, p, egress, &h.booking, h.body, h.event_id).await;
     }
 }
@@ -375,11 +380,7 @@ async fn relay(n: Notifications, egress: Arc<Egress>, mut rx: mpsc::Receiver<Val
         match judge(&n, &mut recent, msg) {
             Verdict::Deliver { event_id, body } => {
                 crate::ops::metrics::facade_notification("delivered");
-                let booking = body
-                    .pointer(&n.resource_id)
-                    .and_then(Value::as_str)
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_string);
+                let booking = crate::webhook::egress::subject_at(&body, &n.resource_id);
                 let body = Arc::new(body);
                 for url in &n.deliver_to {
                     egress.deliver(
@@ -394,23 +395,26 @@ async fn relay(n: Notifications, egress: Arc<Egress>, mut rx: mpsc::Receiver<Val
                 let (Some(p), Some(booking)) = (&n.platforms, booking) else {
                     continue;
                 };
-                if p.is_claimed(&booking) && !unclaimed.holds(&booking) {
-                    to_platform(&n, p, &egress, &booking, body, event_id).await;
+                if !p.is_claimed(&booking) {
+                    // Its booking's answer has not reached the facade yet: wait for the claim.
+                    let held = Held {
+                        since: Instant::now(),
+                        booking,
+                        event_id,
+                        body,
+                    };
+                    if let Some(gone) = unclaimed.hold(held) {
+                        tracing::debug!(event_id = %gone.event_id, "no platform claimed the booking; dropping the held event");
+                        crate::ops::metrics::facade_notification("unclaimed");
+                    }
                     continue;
                 }
-                // Its booking's answer has not reached the facade yet (or an earlier
-                // event of the booking is still held): wait for the claim, in order.
-                let held = Held {
-                    since: Instant::now(),
-                    booking,
-                    event_id,
-                    body,
-                };
-                if let Some(gone) = unclaimed.hold(held) {
-                    tracing::debug!(event_id = %gone.event_id, "no platform claimed the booking; dropping the held event");
-                    crate::ops::metrics::facade_notification("unclaimed");
+                // Claimed since its earlier events were held (the signal not yet seen here):
+                // they go first.
+                if unclaimed.holds(&booking) {
+                    release(&n, p, &egress, &mut unclaimed).await;
                 }
-                release(&n, p, &egress, &mut unclaimed).await;
+                to_platform(&n, p, &egress, &booking, body, event_id).await;
             }
             Verdict::Ignored => crate::ops::metrics::facade_notification("ignored"),
             Verdict::Duplicate => crate::ops::metrics::facade_notification("duplicate"),

@@ -57,11 +57,7 @@ impl WebhookConfig {
 
     /// The subject an event is about (its resource id): deliveries about one subject keep their order.
     pub fn subject(&self, event: &serde_json::Value) -> Option<String> {
-        event
-            .pointer(&self.resource_id)
-            .and_then(serde_json::Value::as_str)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
+        super::egress::subject_at(event, &self.resource_id)
     }
 
     /// The URI prefix every booking resource of this business starts with.

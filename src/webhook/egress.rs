@@ -71,6 +71,16 @@ pub struct Egress {
     turns: Arc<Turns>,
 }
 
+/// The subject of `event` at the JSON `pointer` (a non-empty string there): what orders its
+/// deliveries ([`Egress::deliver`]'s `subject`).
+pub fn subject_at(event: &Value, pointer: &str) -> Option<String> {
+    event
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
 /// The order of deliveries per (URL, subject): USP §9.2.3 delivers the events of one booking
 /// in causal order, so a delivery waits until the one before it on its key has ended
 /// (delivered or dead-lettered). Deliveries on other keys, or without a subject, never wait.

@@ -374,7 +374,8 @@ impl Ingress {
                 Refusal::BadEvent(format!("no event id (a string) at `{}`", cfg.event_id))
             })?
             .to_string();
-        let uri = cfg.subject(&event).map(|id| cfg.uri_for(&id));
+        let subject = cfg.subject(&event);
+        let uri = subject.as_deref().map(|id| cfg.uri_for(id));
         let egress = self.egress.as_ref().filter(|_| !cfg.deliver_to.is_empty());
         let shared = egress.map(|_| Arc::new(event.clone()));
         // Several replicas: Redis dedupes, numbers and keeps the event; every replica's reader
@@ -398,7 +399,7 @@ impl Ingress {
                     return Err(Refusal::Journal(e.to_string()));
                 }
             };
-            self.deliver(cfg, egress, shared, &event_id, seq);
+            self.deliver(cfg, egress, shared, &event_id, seq, subject);
             return Ok((event_id, true));
         }
         let key = format!("{}\0{event_id}", cfg.business);
@@ -443,7 +444,7 @@ impl Ingress {
                 return Err(Refusal::Journal(e.to_string()));
             }
         };
-        self.deliver(cfg, egress, shared, &event_id, seq);
+        self.deliver(cfg, egress, shared, &event_id, seq, subject);
         Ok((event_id, true))
     }
 
@@ -455,9 +456,9 @@ impl Ingress {
         event: Option<Arc<Value>>,
         event_id: &str,
         seq: u64,
+        subject: Option<String>,
     ) {
         if let (Some(egress), Some(event)) = (egress, event) {
-            let subject = cfg.subject(&event);
             for url in &cfg.deliver_to {
                 egress.deliver(
                     url.clone(),
