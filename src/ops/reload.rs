@@ -73,8 +73,13 @@ impl ReloadStatus {
         h.iter().rev().cloned().collect()
     }
 
-    fn record(&self, result: Result<(), String>) {
+    /// Records an attempt; `apply` (the swap of a good configuration) runs under the report's
+    /// lock, so whoever sees the new configuration and then reads the report sees its
+    /// generation too. What `apply` returns (the replaced configuration) is handed back, to
+    /// be freed outside the lock.
+    fn record<T>(&self, result: Result<(), String>, apply: impl FnOnce() -> T) -> T {
         let mut r = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let applied = apply();
         r.last_attempt_unix = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .ok()
@@ -107,6 +112,7 @@ impl ReloadStatus {
             h.pop_front();
         }
         h.push_back(event);
+        applied
     }
 }
 
@@ -190,13 +196,14 @@ pub fn on_config_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'stati
 
 /// Reloads from `paths` into `core`: applies a good configuration, refuses a broken one.
 pub fn reload_now(core: &Core, paths: &[PathBuf], status: &ReloadStatus) -> Result<(), String> {
-    let result = match config::load(paths) {
+    match config::load(paths) {
         Ok(g) => {
             for w in &g.warnings {
                 tracing::warn!("{w}");
             }
             let tools = g.tools.len();
-            core.gateway.store(Arc::new(g));
+            let replaced = status.record(Ok(()), || core.gateway.swap(Arc::new(g)));
+            drop(replaced);
             tracing::info!(tools, "configuration reloaded");
             super::metrics::reload(true, tools);
             Ok(())
@@ -209,11 +216,10 @@ pub fn reload_now(core: &Core, paths: &[PathBuf], status: &ReloadStatus) -> Resu
                 .join("\n");
             tracing::error!(diagnostics = %text, "configuration reload refused; the previous configuration keeps serving");
             super::metrics::reload(false, core.gateway.load().tools.len());
+            status.record(Err(text.clone()), || {});
             Err(text)
         }
-    };
-    status.record(result.clone());
-    result
+    }
 }
 
 /// Fingerprint of everything a reload would read: the mapping files found under `paths` (so
