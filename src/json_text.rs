@@ -176,31 +176,58 @@ pub fn from_slice(bytes: &[u8]) -> Result<Value, serde_json::Error> {
     }
 }
 
+/// [`from_slice`], and whether the document is known to hold no integer past `i64` (a
+/// `u64` above `i64::MAX`, which jaq reads as a float): `true` only when the fast reader read
+/// it all and met none; a document left to serde_json answers `false` (not looked at).
+pub fn from_slice_narrow(bytes: &[u8]) -> Result<(Value, bool), serde_json::Error> {
+    match read_doc(bytes) {
+        Some(doc) => Ok((doc.value, !doc.wide)),
+        None => serde_json::from_slice(bytes).map(|value| (value, false)),
+    }
+}
+
 /// Deepest nesting the fast reader takes; deeper documents go to serde_json (its own limit is
 /// 127 levels, so this never decides an answer).
 const READ_DEPTH: usize = 100;
 
 /// The document, when the fast reader reads it all; `None` hands it to serde_json.
 fn read(bytes: &[u8]) -> Option<Value> {
-    read_nested(bytes).map(|(value, _)| value)
+    read_doc(bytes).map(|doc| doc.value)
 }
 
 /// The document and its deepest nesting of arrays and objects (0 for a scalar), when the fast
 /// reader reads it all: then `from_slice` gives the same value. `None` says nothing about it.
 pub fn read_nested(bytes: &[u8]) -> Option<(Value, usize)> {
+    read_doc(bytes).map(|doc| (doc.value, doc.deepest))
+}
+
+/// What the fast reader learnt of a document it read whole.
+struct Doc {
+    value: Value,
+    deepest: usize,
+    /// An integer past `i64` was read (by serde_json, from its own text).
+    wide: bool,
+}
+
+fn read_doc(bytes: &[u8]) -> Option<Doc> {
     let text = std::str::from_utf8(bytes).ok()?;
     let mut r = Reader {
         text,
         at: 0,
         depth: 0,
         deepest: 0,
+        wide: false,
         items: Vec::new(),
         members: Vec::new(),
     };
     r.ws();
     let value = r.value()?;
     r.ws();
-    (r.at == bytes.len()).then_some((value, r.deepest))
+    (r.at == bytes.len()).then_some(Doc {
+        value,
+        deepest: r.deepest,
+        wide: r.wide,
+    })
 }
 
 /// A cursor over valid UTF-8 JSON text. Containers being read keep their items on shared
@@ -210,6 +237,8 @@ struct Reader<'a> {
     at: usize,
     depth: usize,
     deepest: usize,
+    /// An integer past `i64` was read.
+    wide: bool,
     items: Vec<Value>,
     members: Vec<(String, Value)>,
 }
@@ -418,6 +447,9 @@ impl Reader<'_> {
             }
         }
         let value = serde_json::from_str::<Value>(self.text.get(start..at)?).ok()?;
+        if let Value::Number(n) = &value {
+            self.wide |= n.as_i64().is_none() && !n.is_f64();
+        }
         self.at = at;
         Some(value)
     }
@@ -479,6 +511,35 @@ mod tests {
     fn objects_are_written_in_key_order() {
         let v = from_slice(br#"{"b":1,"a":{"z":true,"c":null},"aa":[]}"#).expect("valid JSON");
         assert_eq!(to_string(&v), r#"{"a":{"c":null,"z":true},"aa":[],"b":1}"#);
+    }
+
+    /// `from_slice_narrow` vouches for a document only when the fast reader read it whole and
+    /// met no integer past `i64`; the transform skips its check of the answer on that word.
+    #[test]
+    fn narrow_is_said_only_of_documents_read_whole_without_a_wide_integer() {
+        let narrow = |t: &str| from_slice_narrow(t.as_bytes()).map(|(_, n)| n).ok();
+        assert_eq!(
+            narrow(r#"{"a":[1,-2,9223372036854775807,1.5e300,"x"]}"#),
+            Some(true)
+        );
+        assert_eq!(
+            narrow(r#"{"a":[1,{"b":10000000000854346115}]}"#),
+            Some(false)
+        );
+        assert_eq!(narrow("18446744073709551615"), Some(false));
+        // Nesting past the fast reader's depth goes to serde_json: not looked at, so not
+        // vouched for.
+        let deep = format!(
+            "{}1{}",
+            "[".repeat(READ_DEPTH + 1),
+            "]".repeat(READ_DEPTH + 1)
+        );
+        assert_eq!(narrow(&deep), Some(false));
+        assert_eq!(narrow("{"), None);
+        for t in [r#"{"a":[1,{"b":10000000000854346115}]}"#, &deep, "[1,2.5]"] {
+            let (value, _) = from_slice_narrow(t.as_bytes()).expect("valid JSON");
+            assert_eq!(Some(value), serde_json::from_str::<Value>(t).ok(), "{t}");
+        }
     }
 
     #[test]

@@ -109,17 +109,25 @@ pub fn outcome(tool: &Tool, call: &Call, resp: RestResponse) -> Outcome {
         status,
         meta: &meta,
     };
+    // `narrow`: the reader met no integer past i64, so a transform's answer has none to check for.
+    let mut narrow = false;
     let parsed: Result<Value, String> = if resp.body.iter().all(u8::is_ascii_whitespace) {
+        narrow = true;
         Ok(Value::Null)
     } else {
-        crate::json_text::from_slice(&resp.body).map_err(|e| {
-            let kind = if is_json(&resp.headers) {
-                "malformed JSON"
-            } else {
-                "a body that is not JSON"
-            };
-            format!("the backend answered HTTP {status} with {kind} ({e})")
-        })
+        crate::json_text::from_slice_narrow(&resp.body)
+            .map(|(value, n)| {
+                narrow = n;
+                value
+            })
+            .map_err(|e| {
+                let kind = if is_json(&resp.headers) {
+                    "malformed JSON"
+                } else {
+                    "a body that is not JSON"
+                };
+                format!("the backend answered HTTP {status} with {kind} ({e})")
+            })
     };
     let rule = tool.rule_for(status);
     let mapping_failure = |e: String| {
@@ -140,7 +148,7 @@ pub fn outcome(tool: &Tool, call: &Call, resp: RestResponse) -> Outcome {
                 }
             };
             if let Some(t) = &tool.business_messages {
-                match t.run(&body, vars) {
+                match t.run_read(&body, narrow, vars) {
                     Ok(Some(Value::Array(messages))) if !messages.is_empty() => {
                         return Outcome::Business {
                             body: Map::new(),
@@ -160,7 +168,7 @@ pub fn outcome(tool: &Tool, call: &Call, resp: RestResponse) -> Outcome {
                 }
             }
             let payload = match &tool.result {
-                Some(t) => match t.run(&body, vars) {
+                Some(t) => match t.run_read(&body, narrow, vars) {
                     Ok(v) => v.unwrap_or(Value::Null),
                     Err(e) => return mapping_failure(e.to_string()),
                 },

@@ -222,12 +222,29 @@ impl Transform {
     /// Runs the program on `input`; returns the first output, or `None` when it yields nothing.
     /// The native evaluator answers when it can; jaq, the reference, answers everything else.
     pub fn run(&self, input: &Value, vars: Vars3<'_>) -> Result<Option<Value>, RunError> {
+        self.run_read(input, false, vars)
+    }
+
+    /// [`Transform::run`] on an input `narrow`ly read: `true` when the reader vouched that
+    /// it holds no integer past `i64` ([`crate::json_text::from_slice_narrow`]), which spares
+    /// the walk of the answer looking for one.
+    pub fn run_read(
+        &self,
+        input: &Value,
+        narrow: bool,
+        vars: Vars3<'_>,
+    ) -> Result<Option<Value>, RunError> {
         if let Some(native) = &self.native {
             let status = Value::from(vars.status);
             // jaq reads an integer past i64::MAX as a float; a native answer that carries one
-            // exact is not jaq's, so jaq answers (found by the `transform` fuzz target).
+            // exact is not jaq's, so jaq answers (found by the `transform` fuzz target). The
+            // native evaluator makes no such integer itself (its literals, arithmetic and
+            // `tonumber` stay within i64 or are floats), so an answer can only carry one
+            // copied from the input or a global: with neither holding one, it has none.
+            let may_copy_wide =
+                !narrow || has_wide_integer(vars.args) || has_wide_integer(vars.meta);
             if let Ok(out) = native.run(input, [vars.args, &status, vars.meta])
-                && !out.as_ref().is_some_and(has_wide_integer)
+                && !(may_copy_wide && out.as_ref().is_some_and(has_wide_integer))
             {
                 if *CROSSCHECK {
                     let reference = self.run_jaq(input, vars);
@@ -390,6 +407,44 @@ mod tests {
         };
         assert_eq!(t.run(&input, vars), t.run_jaq(&input, vars));
         assert_eq!(run(".", json!({"n": 7})), Some(json!({"n": 7})));
+    }
+
+    /// The answer's walk for an integer past i64 is spared only when the input was read
+    /// `narrow`; one in `$args` or `$meta` still gets jaq's answer, and an input the reader
+    /// did not vouch for is checked as before.
+    #[test]
+    fn a_narrow_input_still_gets_jaqs_answer_for_a_wide_global() {
+        let wide: Value = serde_json::from_str(r#"{"n": 10000000000854346115}"#).expect("JSON");
+        let t = Transform::compile("{a: $args.n, b: $meta.n, c: .n}").expect("compiles");
+        let input = json!({"n": 1});
+        for (args, meta) in [(&wide, &Value::Null), (&Value::Null, &wide)] {
+            let vars = Vars3 {
+                args,
+                status: 200,
+                meta,
+            };
+            let reference = t.run_jaq(&input, vars);
+            assert_eq!(t.run_read(&input, true, vars), reference);
+            assert_ne!(
+                reference.ok().flatten().and_then(|v| v.get("a").cloned()),
+                Some(json!(10000000000854346115u64))
+            );
+        }
+        let body = br#"{"n": 10000000000854346115}"#;
+        let (input, narrow) = crate::json_text::from_slice_narrow(body).expect("JSON");
+        assert!(!narrow);
+        let vars = Vars3 {
+            args: &Value::Null,
+            status: 200,
+            meta: &Value::Null,
+        };
+        assert_eq!(t.run_read(&input, narrow, vars), t.run_jaq(&input, vars));
+        let (input, narrow) = crate::json_text::from_slice_narrow(br#"{"n": 7}"#).expect("JSON");
+        assert!(narrow);
+        assert_eq!(
+            t.run_read(&input, narrow, vars).ok().flatten(),
+            Some(json!({"a": null, "b": null, "c": 7}))
+        );
     }
 
     #[test]
