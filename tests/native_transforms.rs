@@ -1,5 +1,6 @@
 //! The demo's jq programs run on the native evaluator (the fast path the benchmarks measure),
-//! and on real demo-backend bodies its answers equal jaq's.
+//! and on real demo-backend bodies its answers equal jaq's, as they do through the response
+//! path for a body holding an integer past i64.
 
 use portico::translate::transform::Vars3;
 use serde_json::{Value, json};
@@ -76,4 +77,55 @@ async fn every_demo_transform_is_native_and_agrees_with_jaq_on_real_bodies() {
             "{name} produced an object"
         );
     }
+}
+
+/// A backend body holding an integer past i64 gets jaq's answer through the response path
+/// (jaq reads it as a float), and a body without one keeps its exact integers: the reader's
+/// word that a body holds none is what spares the transform's look through its answer.
+#[test]
+fn a_wide_integer_in_a_backend_body_gets_jaqs_answer() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gateway");
+    let dir = std::env::temp_dir().join(format!("portico-wide-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let plain = std::fs::read_to_string(src.join("plain.yaml")).expect("plain.yaml");
+    assert!(
+        plain.contains("result: '{ wrong: true }'"),
+        "the fixture changed"
+    );
+    let plain = plain.replace(
+        "result: '{ wrong: true }'",
+        "result: '{ n: .n, m: (.m + 1) }'",
+    );
+    std::fs::write(dir.join("plain.yaml"), plain).expect("write mapping");
+    std::fs::copy(src.join("test.openrpc.json"), dir.join("test.openrpc.json")).expect("copy");
+    let gateway = portico::config::load(std::slice::from_ref(&dir.join("plain.yaml")))
+        .expect("the mapping loads");
+    let _ = std::fs::remove_dir_all(&dir);
+    let tool = gateway.tools.get("shape").expect("tool shape");
+    let call = portico::model::Call {
+        tool: "shape".into(),
+        args: json!({}),
+        meta: Default::default(),
+    };
+    let answer = |body: &'static str| {
+        let resp = portico::translate::response::RestResponse {
+            status: 200,
+            headers: http::HeaderMap::new(),
+            body: bytes::Bytes::from_static(body.as_bytes()),
+        };
+        match portico::translate::response::outcome(tool, &call, resp) {
+            portico::model::Outcome::Success { body } => body,
+            other => panic!("not a success: {other:?}"),
+        }
+    };
+    let wide = answer(r#"{"n": 10000000000854346115, "m": 1}"#);
+    assert!(
+        wide["n"].is_f64(),
+        "jaq's float, not the exact integer: {wide}"
+    );
+    assert_eq!(wide["n"].as_f64(), Some(10000000000854346115u64 as f64));
+    assert_eq!(wide["m"], json!(2));
+    let narrow = answer(r#"{"n": 9223372036854775807, "m": 1}"#);
+    assert_eq!(narrow, json!({"n": 9223372036854775807i64, "m": 2}));
+    assert!(narrow["n"].is_i64());
 }

@@ -109,26 +109,25 @@ pub fn outcome(tool: &Tool, call: &Call, resp: RestResponse) -> Outcome {
         status,
         meta: &meta,
     };
-    // `narrow`: the reader met no integer past i64, so a transform's answer has none to check for.
-    let mut narrow = false;
-    let parsed: Result<Value, String> = if resp.body.iter().all(u8::is_ascii_whitespace) {
-        narrow = true;
-        Ok(Value::Null)
-    } else {
-        crate::json_text::from_slice_narrow(&resp.body)
-            .map(|(value, n)| {
-                narrow = n;
-                value
-            })
-            .map_err(|e| {
-                let kind = if is_json(&resp.headers) {
-                    "malformed JSON"
-                } else {
-                    "a body that is not JSON"
-                };
-                format!("the backend answered HTTP {status} with {kind} ({e})")
-            })
-    };
+    // `narrow`: the reader met no integer past i64 in the body, so `Transform::run_read`
+    // looks for one only in the globals.
+    let (parsed, narrow): (Result<Value, String>, bool) =
+        if resp.body.iter().all(u8::is_ascii_whitespace) {
+            (Ok(Value::Null), true)
+        } else {
+            match crate::json_text::from_slice_narrow(&resp.body) {
+                Ok((value, narrow)) => (Ok(value), narrow),
+                Err(e) => {
+                    let kind = if is_json(&resp.headers) {
+                        "malformed JSON"
+                    } else {
+                        "a body that is not JSON"
+                    };
+                    let msg = format!("the backend answered HTTP {status} with {kind} ({e})");
+                    (Err(msg), false)
+                }
+            }
+        };
     let rule = tool.rule_for(status);
     let mapping_failure = |e: String| {
         Outcome::Failure(Failure {
