@@ -71,6 +71,25 @@ fn each_mistake_points_at_file_line_and_fix() {
             &["result:", "jq syntax"],
         ),
         (
+            // A literal block: the line is the mistake's own, the column the file's.
+            "tools:\n  usp_bookings_get:\n    http: GET /b/{booking_id}\n    result: |\n      { booking:\n          .appointment |, id: 1 }\n",
+            11,
+            &[
+                "result:",
+                "near column 25 of this line: `.appointment |, id: 1 }`",
+            ],
+        ),
+        (
+            "tools:\n  usp_bookings_get:\n    http: GET /b/{booking_id}\n    query:\n      a: .x\n      b: '.y |'\n",
+            11,
+            &["query.b:", "near column 5 of `.y |`"],
+        ),
+        (
+            "tools:\n  usp_bookings_get:\n    http: GET /b/{booking_id}\n    outcomes:\n      409:\n        business: slot_unavailable\n        content_from: |\n          .a\n          | .b |\n",
+            14,
+            &["content_from:", "near column 17 of this line: `| .b |`"],
+        ),
+        (
             "tools:\n  usp_bookings_get:\n    http: GET /b/{booking_id}\n    result: '.a | nosuch'\n",
             9,
             &["undefined filter `nosuch`"],

@@ -2,7 +2,7 @@
 //! transforms, templates, backend clients). It must never panic on user input: every problem
 //! becomes a `Diagnostic` naming the file, the line and a fix.
 
-use super::diag::{Diagnostic, locate_yaml};
+use super::diag::{Diagnostic, jq_error_place, locate_yaml};
 use super::mapping::{MappingFile, OutcomeSpec, ToolSpec};
 use super::openrpc::{self, Document};
 use super::schema::{Bundler, Sources, Unresolved};
@@ -1095,10 +1095,15 @@ fn compile_outcomes(
             Some(src) => match Transform::compile_with(defs, src) {
                 Ok(t) => Ok(Some(t)),
                 Err(e) => {
+                    let mut key = path.clone();
+                    key.push(field);
+                    let key_line = locate_yaml(text, &key).or(line);
+                    let (line, hint) = jq_error_place(text, key_line, src, e.offset);
                     diags.push(
                         Diagnostic::error(file, format!("{field}: {}", e.message))
                             .line(line)
-                            .at(format!("{at}.{field}")),
+                            .at(format!("{at}.{field}"))
+                            .hint(hint),
                     );
                     Err(())
                 }
@@ -1203,13 +1208,16 @@ fn compile_tool(
     let jq = |field: &str, src: &str, diags: &mut Vec<Diagnostic>| -> Option<Transform> {
         Transform::compile_with(defs, src)
             .map_err(|e| {
-                let hint = match e.offset {
-                    Some(o) => format!("jq syntax; the problem is near byte {o} of `{src}`"),
-                    None => "jq syntax, e.g. `{ service: .service_id }`".to_string(),
-                };
+                // `query.from` is the `from:` line below `query:`, when it can be found.
+                let mut key = vec!["tools", name];
+                key.extend(field.split('.'));
+                let key_line = locate_yaml(text, &key)
+                    .filter(|_| key.len() > 3)
+                    .or_else(|| at(field.split('.').next().unwrap_or(field)));
+                let (line, hint) = jq_error_place(text, key_line, src, e.offset);
                 diags.push(
                     Diagnostic::error(file, format!("{field}: {}", e.message))
-                        .line(at(field.split('.').next().unwrap_or(field)))
+                        .line(line)
                         .at(here(field))
                         .hint(hint),
                 );

@@ -151,6 +151,80 @@ pub fn locate_json(text: &str, pointer: &str) -> Option<usize> {
     Some(line)
 }
 
+/// Whether the value on a YAML key's line opens a literal block (`key: |`, `|-`, `|+`, `|2`),
+/// whose text is the file's lines below the key, newlines kept.
+fn opens_literal_block(line: &str) -> bool {
+    let Some((_, value)) = line.split_once(':') else {
+        return false;
+    };
+    let value = value.split(" #").next().unwrap_or("").trim();
+    value
+        .strip_prefix('|')
+        .is_some_and(|rest| rest.chars().all(|c| matches!(c, '-' | '+' | '1'..='9')))
+}
+
+/// Places a jq compile error: `key_line` is the line of the program's key in `text`, `offset`
+/// the byte in `src` the error is near. Returns the line to report (the error's own line when
+/// the program is a literal block, whose lines are the file's; the key's line otherwise) and
+/// the words for the hint: which column of which line, quoting that line of the program.
+pub fn jq_error_place(
+    text: &str,
+    key_line: Option<usize>,
+    src: &str,
+    offset: Option<usize>,
+) -> (Option<usize>, String) {
+    let Some(mut at) = offset else {
+        return (
+            key_line,
+            "jq syntax, e.g. `{ service: .service_id }`".to_string(),
+        );
+    };
+    // An error at the end of the program (a missing term) is placed just past its last line.
+    at = at.min(src.trim_end().len());
+    while !src.is_char_boundary(at) {
+        at -= 1;
+    }
+    let before = &src[..at];
+    let row = before.matches('\n').count();
+    let start = before.rfind('\n').map_or(0, |i| i + 1);
+    let end = src[start..].find('\n').map_or(src.len(), |i| start + i);
+    let line_text = &src[start..end];
+    let column = src[start..at].chars().count() + 1;
+    let multi_line = src.trim_end().contains('\n');
+    let block_line =
+        key_line.filter(|&k| k > 0 && text.lines().nth(k - 1).is_some_and(opens_literal_block));
+    let quoted = line_text.trim();
+    match block_line {
+        Some(k) if multi_line => {
+            let line = k + 1 + row;
+            // The file line is the program line behind the block's indentation.
+            let indent = text
+                .lines()
+                .nth(line - 1)
+                .filter(|l| l.ends_with(line_text))
+                .map_or(0, |l| l[..l.len() - line_text.len()].chars().count());
+            (
+                Some(line),
+                format!(
+                    "jq syntax; the problem is near column {} of this line: `{quoted}`",
+                    indent + column
+                ),
+            )
+        }
+        _ if multi_line => (
+            key_line,
+            format!(
+                "jq syntax; the problem is near column {column} of the program's line {}: `{quoted}`",
+                row + 1
+            ),
+        ),
+        _ => (
+            key_line,
+            format!("jq syntax; the problem is near column {column} of `{quoted}`"),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,5 +256,46 @@ mod tests {
             d.to_string(),
             "error: m.yaml:3 (tools.x): bad\n  hint: fix it"
         );
+    }
+    #[test]
+    fn places_a_jq_error_on_its_own_line_in_a_literal_block() {
+        let text = "tools:\n  t:\n    result: |\n      { a: .x,\n        b: .y |, c: 1 }\n";
+        let src = "{ a: .x,\n  b: .y |, c: 1 }\n";
+        let offset = src.find("|,").map(|i| i + 1);
+        let (line, hint) = jq_error_place(text, Some(3), src, offset);
+        assert_eq!(line, Some(5));
+        assert!(
+            hint.contains("near column 16 of this line: `b: .y |, c: 1 }`"),
+            "{hint}"
+        );
+        let bar = text.lines().nth(4).and_then(|l| l.chars().nth(15));
+        assert_eq!(
+            bar,
+            Some(','),
+            "column 16 of the file's line 5 is the comma"
+        );
+    }
+
+    #[test]
+    fn places_a_jq_error_in_other_scalar_styles_on_the_key_line() {
+        let text = "tools:\n  t:\n    result: '.appointment | bookng'\n";
+        let (line, hint) = jq_error_place(text, Some(3), ".appointment | bookng", Some(15));
+        assert_eq!(line, Some(3));
+        assert_eq!(
+            hint,
+            "jq syntax; the problem is near column 16 of `.appointment | bookng`"
+        );
+        // A folded block does not keep the program's lines as the file's.
+        let text = "tools:\n  t:\n    result: >\n      { a: .x,\n        b: .y | }\n";
+        let (line, hint) = jq_error_place(text, Some(3), "{ a: .x,\n  b: .y | }\n", Some(16));
+        assert_eq!(line, Some(3));
+        assert!(hint.contains("program's line 2: `b: .y | }`"), "{hint}");
+        // Offsets past the text or inside a character are clamped, never a panic.
+        let (_, hint) = jq_error_place(text, None, "\"é\"", Some(2));
+        assert!(hint.contains("column 2"), "{hint}");
+        let (_, hint) = jq_error_place(text, None, ".a", Some(99));
+        assert!(hint.contains("column 3"), "{hint}");
+        assert!(opens_literal_block("    body: |-  # comment"));
+        assert!(!opens_literal_block("    body: '|'"));
     }
 }

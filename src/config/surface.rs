@@ -2,7 +2,7 @@
 //! It must never panic on user input: every problem becomes a `Diagnostic` with file, line, hint.
 
 use super::compile::Business;
-use super::diag::{Diagnostic, locate_yaml};
+use super::diag::{Diagnostic, jq_error_place, locate_yaml};
 use super::mapping::{ContentSpec, MappingFile};
 use crate::binding::Kind;
 use crate::translate::content::{ContentRule, TextTemplate};
@@ -452,11 +452,16 @@ pub fn content(
             match Transform::compile_with(cx.defs, src) {
                 Ok(t) => Some(ContentRule::Blocks(t)),
                 Err(e) => {
-                    err(
-                        diags,
-                        "blocks",
-                        format!("blocks: {}", e.message),
-                        "jq syntax, e.g. `[{type: \"text\", text: .caption}]`",
+                    let (line, place) = jq_error_place(cx.text, line("blocks"), src, e.offset);
+                    let hint = match e.offset {
+                        Some(_) => place,
+                        None => "jq syntax, e.g. `[{type: \"text\", text: .caption}]`".into(),
+                    };
+                    diags.push(
+                        Diagnostic::error(cx.file, format!("blocks: {}", e.message))
+                            .line(line)
+                            .at(at("blocks"))
+                            .hint(hint),
                     );
                     None
                 }

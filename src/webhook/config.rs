@@ -5,7 +5,7 @@ use super::egress::RetryPolicy;
 use super::keys::{Alg, VerifyingKey};
 use crate::binding::Kind;
 use crate::config::compile::{parse_duration, substitute_env};
-use crate::config::diag::{Diagnostic, locate_yaml};
+use crate::config::diag::{Diagnostic, jq_error_place, locate_yaml};
 use crate::config::mapping::{RetrySpec, WebhookSpec};
 use crate::translate::transform::Transform;
 use http::HeaderName;
@@ -199,11 +199,19 @@ pub fn compile(
         Some(code) => match Transform::compile_with(definitions, code) {
             Ok(t) => Some(t),
             Err(e) => {
-                diags.push(err(
-                    "transform",
-                    format!("transform: {}", e.message),
-                    "a jq program turning the legacy payload into the protocol event",
-                ));
+                let key_line = locate_yaml(text, &["webhooks", "transform"]);
+                let (line, place) = jq_error_place(text, key_line, code, e.offset);
+                diags.push(
+                    err(
+                        "transform",
+                        format!("transform: {}", e.message),
+                        "a jq program turning the legacy payload into the protocol event",
+                    )
+                    .line(line)
+                    .hint(format!(
+                        "{place} (a jq program turning the legacy payload into the protocol event)"
+                    )),
+                );
                 None
             }
         },
