@@ -156,6 +156,21 @@ fn backend_and_file_mistakes() {
         "{text}"
     );
 
+    // A backend mistake does not hide the tools' mistakes: one run lists both.
+    std::fs::write(&p, "business: spa\nbinding: usp\nopenrpc: usp.openrpc.json\nbackend:\n  url: http://127.0.0.1:1\n  timeout: 5x\ntools:\n  usp_bookings_get:\n    http: GET /b/{bookingid}\n").unwrap();
+    let (code, text) = check(&[&p]);
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains(&format!("{}:6", p.display())) && text.contains("`5x` is not a duration"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("{}:9", p.display()))
+            && text.contains("placeholder `{bookingid}` is not a param"),
+        "{text}"
+    );
+    assert!(text.contains("check failed: 2 error(s)"), "{text}");
+
     std::fs::write(
         &p,
         "business: spa\nbinding: usp\nopenrpc: usp.openrpc.json\nbackend: [oops\n",

@@ -717,7 +717,12 @@ fn compile_file(
             .map_err(|ds| diags.extend(ds))
             .ok()
     });
-    let backend = backend?;
+    // A backend with mistakes still lets the tools be checked, so one `portico check` lists
+    // every mistake in the file; the file is refused all the same (its errors are counted).
+    let backend = match backend {
+        Some(b) => b,
+        None => unchecked_backend(&spec.business)?,
+    };
     check_discovery(file, &text, &spec.discovery, diags);
     let business = Arc::new(Business {
         name: spec.business.clone(),
@@ -935,6 +940,27 @@ fn compile_backend(
         resilience,
         forward_headers,
         sign_requests: b.sign_requests,
+    })
+}
+
+/// The stand-in for a backend whose settings had mistakes: never called, since a file with
+/// errors is never served; it only lets the file's tools be compiled and checked.
+fn unchecked_backend(business: &str) -> Option<Backend> {
+    let base = "http://backend.invalid";
+    Some(Backend {
+        base: base.to_string(),
+        client: reqwest::Client::builder().build().ok()?,
+        pool: None,
+        timeout: Duration::from_secs(10),
+        headers: Vec::new(),
+        max_response_bytes: 8 << 20,
+        resilience: crate::upstream::resilience::Resilience::new(
+            business,
+            base,
+            crate::upstream::resilience::Policy::default(),
+        ),
+        forward_headers: Vec::new(),
+        sign_requests: false,
     })
 }
 
