@@ -110,7 +110,7 @@ fn each_mistake_points_at_file_line_and_fix() {
         (
             "tools:\n  usp_bookings_get:\n    htp: GET /b/{booking_id}\n",
             8,
-            &["htp"],
+            &["htp", "did you mean `http`?"],
         ),
         (
             "tools:\n  usp_bookings_get:\n    http: GET /b/{booking_id}\n    summary: '{{ booking.id '\n",

@@ -561,12 +561,13 @@ fn compile_file(
             {
                 first = tail;
             }
+            let guess = closest_field(first)
+                .map(|f| format!("did you mean `{f}`? "))
+                .unwrap_or_default();
             let first = first.to_string();
-            diags.push(
-                Diagnostic::error(file, first)
-                    .line(line)
-                    .hint("see docs/mapping.md for the mapping-file fields"),
-            );
+            diags.push(Diagnostic::error(file, first).line(line).hint(format!(
+                "{guess}see docs/mapping.md for the mapping-file fields"
+            )));
             return None;
         }
     };
@@ -783,6 +784,24 @@ fn compile_file(
         resources,
         prompts,
     })
+}
+
+/// For serde's "unknown field `x`, expected one of a, b, c" (or "expected `a` or `b`"), the
+/// expected field nearest `x`, when it is near enough to be a typo.
+fn closest_field(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field ")?;
+    let (field, expected) = rest.split_once(", expected ")?;
+    let field = field.trim_matches('`');
+    let expected = expected.strip_prefix("one of ").unwrap_or(expected);
+    expected
+        .split(", ")
+        .flat_map(|part| part.split(" or "))
+        .map(|name| name.trim().trim_matches('`'))
+        .filter(|name| !name.is_empty())
+        .map(|name| (strsim(name, field), name))
+        .filter(|(d, name)| *d <= 2.max(name.len() / 3))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, name)| name.to_string())
 }
 
 /// Rough edit distance for "did you mean".
@@ -1584,5 +1603,17 @@ mod tests {
     #[test]
     fn edit_distance() {
         assert_eq!(strsim("usp_bookings_create", "usp_booking_create"), 1);
+    }
+
+    #[test]
+    fn an_unknown_field_is_matched_to_the_nearest_expected_one() {
+        let msg = "unknown field `reslt`, expected one of http, query, headers, body, result";
+        assert_eq!(closest_field(msg).as_deref(), Some("result"));
+        let msg = "unknown field `timout`, expected `url` or `timeout`";
+        assert_eq!(closest_field(msg).as_deref(), Some("timeout"));
+        // Nothing close: no guess rather than a wrong one.
+        let msg = "unknown field `colour`, expected one of http, query, body";
+        assert_eq!(closest_field(msg), None);
+        assert_eq!(closest_field("invalid type: string, expected a map"), None);
     }
 }
