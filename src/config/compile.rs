@@ -1136,25 +1136,28 @@ fn compile_outcomes(
             );
             continue;
         }
-        let mut jq = |field: &str, src: &Option<String>| match src {
-            Some(src) => match Transform::compile_with(defs, src) {
-                Ok(t) => Ok(Some(t)),
-                Err(e) => {
-                    let mut key = path.clone();
-                    key.push(field);
-                    let key_line = locate_yaml(text, &key).or(line);
-                    let (line, hint) = jq_error_place(text, key_line, src, e.offset);
-                    diags.push(
-                        Diagnostic::error(file, format!("{field}: {}", e.message))
-                            .line(line)
-                            .at(format!("{at}.{field}"))
-                            .hint(hint),
-                    );
-                    Err(())
-                }
-            },
-            None => Ok(None),
-        };
+        let mut jq =
+            |field: &str, src: &Option<String>| match src {
+                Some(src) => match Transform::compile_with(defs, src) {
+                    Ok(t) => Ok(Some(t)),
+                    Err(e) => {
+                        let mut key = path.clone();
+                        key.push(field);
+                        let (line, place) =
+                            jq_error_place(text, locate_yaml(text, &key), src, e.offset);
+                        diags.push(
+                            Diagnostic::error(file, format!("{field}: {}", e.message))
+                                .line(line)
+                                .at(format!("{at}.{field}"))
+                                .hint(place.unwrap_or_else(|| {
+                                    "jq syntax, e.g. `.error.message`".to_string()
+                                })),
+                        );
+                        Err(())
+                    }
+                },
+                None => Ok(None),
+            };
         let (Ok(content_from), Ok(code_from)) = (
             jq("content_from", &spec.content_from),
             jq("code_from", &spec.code_from),
@@ -1253,18 +1256,18 @@ fn compile_tool(
     let jq = |field: &str, src: &str, diags: &mut Vec<Diagnostic>| -> Option<Transform> {
         Transform::compile_with(defs, src)
             .map_err(|e| {
-                // `query.from` is the `from:` line below `query:`, when it can be found.
+                // `query.from` is the `from:` line below `query:` (`locate_yaml` falls back
+                // to the deepest key it finds).
                 let mut key = vec!["tools", name];
                 key.extend(field.split('.'));
-                let key_line = locate_yaml(text, &key)
-                    .filter(|_| key.len() > 3)
-                    .or_else(|| at(field.split('.').next().unwrap_or(field)));
-                let (line, hint) = jq_error_place(text, key_line, src, e.offset);
+                let (line, place) = jq_error_place(text, locate_yaml(text, &key), src, e.offset);
                 diags.push(
                     Diagnostic::error(file, format!("{field}: {}", e.message))
                         .line(line)
                         .at(here(field))
-                        .hint(hint),
+                        .hint(place.unwrap_or_else(|| {
+                            "jq syntax, e.g. `{ service: .service_id }`".to_string()
+                        })),
                 );
             })
             .ok()

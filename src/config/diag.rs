@@ -166,18 +166,16 @@ fn opens_literal_block(line: &str) -> bool {
 /// Places a jq compile error: `key_line` is the line of the program's key in `text`, `offset`
 /// the byte in `src` the error is near. Returns the line to report (the error's own line when
 /// the program is a literal block, whose lines are the file's; the key's line otherwise) and
-/// the words for the hint: which column of which line, quoting that line of the program.
+/// the words for the hint: which column of which line, quoting that line of the program
+/// (`None` when jaq gave no offset: the caller's example is the better hint then).
 pub fn jq_error_place(
     text: &str,
     key_line: Option<usize>,
     src: &str,
     offset: Option<usize>,
-) -> (Option<usize>, String) {
+) -> (Option<usize>, Option<String>) {
     let Some(mut at) = offset else {
-        return (
-            key_line,
-            "jq syntax, e.g. `{ service: .service_id }`".to_string(),
-        );
+        return (key_line, None);
     };
     // An error at the end of the program (a missing term) is placed just past its last line.
     at = at.min(src.trim_end().len());
@@ -194,7 +192,7 @@ pub fn jq_error_place(
     let block_line =
         key_line.filter(|&k| k > 0 && text.lines().nth(k - 1).is_some_and(opens_literal_block));
     let quoted = line_text.trim();
-    match block_line {
+    let (line, place) = match block_line {
         Some(k) if multi_line => {
             let line = k + 1 + row;
             // The file line is the program line behind the block's indentation.
@@ -222,7 +220,8 @@ pub fn jq_error_place(
             key_line,
             format!("jq syntax; the problem is near column {column} of `{quoted}`"),
         ),
-    }
+    };
+    (line, Some(place))
 }
 
 #[cfg(test)]
@@ -263,6 +262,7 @@ mod tests {
         let src = "{ a: .x,\n  b: .y |, c: 1 }\n";
         let offset = src.find("|,").map(|i| i + 1);
         let (line, hint) = jq_error_place(text, Some(3), src, offset);
+        let hint = hint.expect("a place");
         assert_eq!(line, Some(5));
         assert!(
             hint.contains("near column 16 of this line: `b: .y |, c: 1 }`"),
@@ -282,19 +282,22 @@ mod tests {
         let (line, hint) = jq_error_place(text, Some(3), ".appointment | bookng", Some(15));
         assert_eq!(line, Some(3));
         assert_eq!(
-            hint,
-            "jq syntax; the problem is near column 16 of `.appointment | bookng`"
+            hint.as_deref(),
+            Some("jq syntax; the problem is near column 16 of `.appointment | bookng`")
         );
         // A folded block does not keep the program's lines as the file's.
         let text = "tools:\n  t:\n    result: >\n      { a: .x,\n        b: .y | }\n";
         let (line, hint) = jq_error_place(text, Some(3), "{ a: .x,\n  b: .y | }\n", Some(16));
         assert_eq!(line, Some(3));
+        let hint = hint.expect("a place");
         assert!(hint.contains("program's line 2: `b: .y | }`"), "{hint}");
         // Offsets past the text or inside a character are clamped, never a panic.
         let (_, hint) = jq_error_place(text, None, "\"é\"", Some(2));
-        assert!(hint.contains("column 2"), "{hint}");
+        assert!(hint.is_some_and(|h| h.contains("column 2")));
         let (_, hint) = jq_error_place(text, None, ".a", Some(99));
-        assert!(hint.contains("column 3"), "{hint}");
+        assert!(hint.is_some_and(|h| h.contains("column 3")));
+        // No offset: the line stays the key's and the caller gives its own example.
+        assert_eq!(jq_error_place(text, Some(3), ".a", None), (Some(3), None));
         assert!(opens_literal_block("    body: |-  # comment"));
         assert!(!opens_literal_block("    body: '|'"));
     }

@@ -453,10 +453,9 @@ pub fn content(
                 Ok(t) => Some(ContentRule::Blocks(t)),
                 Err(e) => {
                     let (line, place) = jq_error_place(cx.text, line("blocks"), src, e.offset);
-                    let hint = match e.offset {
-                        Some(_) => place,
-                        None => "jq syntax, e.g. `[{type: \"text\", text: .caption}]`".into(),
-                    };
+                    let hint = place.unwrap_or_else(|| {
+                        "jq syntax, e.g. `[{type: \"text\", text: .caption}]`".into()
+                    });
                     diags.push(
                         Diagnostic::error(cx.file, format!("blocks: {}", e.message))
                             .line(line)

@@ -199,19 +199,12 @@ pub fn compile(
         Some(code) => match Transform::compile_with(definitions, code) {
             Ok(t) => Some(t),
             Err(e) => {
+                const WHAT: &str =
+                    "a jq program turning the legacy payload into the protocol event";
                 let key_line = locate_yaml(text, &["webhooks", "transform"]);
                 let (line, place) = jq_error_place(text, key_line, code, e.offset);
-                diags.push(
-                    err(
-                        "transform",
-                        format!("transform: {}", e.message),
-                        "a jq program turning the legacy payload into the protocol event",
-                    )
-                    .line(line)
-                    .hint(format!(
-                        "{place} (a jq program turning the legacy payload into the protocol event)"
-                    )),
-                );
+                let hint = place.map_or(WHAT.to_string(), |p| format!("{p} ({WHAT})"));
+                diags.push(err("transform", format!("transform: {}", e.message), &hint).line(line));
                 None
             }
         },
