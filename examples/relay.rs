@@ -8,36 +8,24 @@
 //! `cargo run --release --example relay -- <listen port> <backend URL> [header: value]...`
 
 use bytes::Bytes;
-use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode};
+use http::{Response, StatusCode};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use portico::upstream::pool::Pool;
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Duration;
+
+mod common;
 
 #[global_allocator]
 static GLOBAL: portico::ops::alloc::Allocator = portico::ops::alloc::Allocator;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut args = std::env::args().skip(1);
-    let port: u16 = args.next().ok_or("listen port")?.parse()?;
-    let url: Arc<str> = args.next().ok_or("backend URL")?.into();
-    let mut headers = HeaderMap::new();
-    for h in args {
-        let (k, v) = h.split_once(':').ok_or("header: value")?;
-        headers.insert(
-            HeaderName::try_from(k.trim())?,
-            HeaderValue::try_from(v.trim())?,
-        );
-    }
-    let authority = url
-        .strip_prefix("http://")
-        .and_then(|rest| rest.split('/').next())
-        .ok_or("an http:// URL")?;
-    let pool = Arc::new(Pool::new(authority, Duration::from_secs(1)).ok_or("authority")?);
+    let args = common::args()?;
+    let port = args.port;
+    let (url, headers): (Arc<str>, _) = (args.url.into(), args.headers);
+    let pool = Arc::new(args.pool);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     println!("relay: http://127.0.0.1:{port}/");
     loop {
