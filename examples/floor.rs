@@ -16,7 +16,7 @@ use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+use portico::translate::path::encode_segment;
 use portico::upstream::pool::Pool;
 use serde::Deserialize;
 use std::borrow::Cow;
@@ -27,13 +27,6 @@ mod common;
 
 #[global_allocator]
 static GLOBAL: portico::ops::alloc::Allocator = portico::ops::alloc::Allocator;
-
-/// RFC 3986 unreserved characters stay; everything else in a path segment is encoded.
-const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'.')
-    .remove(b'_')
-    .remove(b'~');
 
 #[derive(Deserialize)]
 struct Request<'a> {
@@ -103,15 +96,21 @@ fn text(out: &mut Vec<u8>, s: &str) {
     let _ = serde_json::to_writer(&mut *out, s);
 }
 
-/// `lisbon` of the demo mapping: the wall-clock time with its UTC offset.
+/// What `lisbon` of the demo mapping appends to a wall-clock time: seconds and the UTC offset.
+fn lisbon_suffix(t: &str) -> &'static str {
+    if t >= "2027-03-28T01:00" {
+        ":00+01:00"
+    } else {
+        ":00+00:00"
+    }
+}
+
+/// `lisbon` of the demo mapping, written as a JSON string (the times need no escapes).
 fn lisbon(out: &mut Vec<u8>, t: &str) {
     out.push(b'"');
     out.extend_from_slice(t.as_bytes());
-    out.extend_from_slice(if t >= "2027-03-28T01:00" {
-        b":00+01:00\""
-    } else {
-        b":00+00:00\""
-    });
+    out.extend_from_slice(lisbon_suffix(t).as_bytes());
+    out.push(b'"');
 }
 
 /// Minutes since midnight of `YYYY-MM-DDTHH:MM`.
@@ -197,7 +196,7 @@ impl Floor {
         let url = format!(
             "{}/treatments/{}/openings?{}",
             self.base,
-            utf8_percent_encode(&args.service_id, SEGMENT),
+            encode_segment(&args.service_id),
             url::form_urlencoded::Serializer::new(String::new())
                 .append_pair("from", &args.start_date)
                 .append_pair("to", &args.end_date)
@@ -231,10 +230,9 @@ impl Floor {
             args.end_date
         );
         if let Some(first) = free.first() {
-            let mut start = Vec::new();
-            lisbon(&mut start, &first.begins);
             summary.push_str("; first: ");
-            summary.push_str(std::str::from_utf8(&start[1..start.len() - 1]).unwrap_or(""));
+            summary.push_str(&first.begins);
+            summary.push_str(lisbon_suffix(&first.begins));
         }
         summary.push('.');
         text(&mut out, &summary);

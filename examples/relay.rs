@@ -24,7 +24,8 @@ static GLOBAL: portico::ops::alloc::Allocator = portico::ops::alloc::Allocator;
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = common::args()?;
     let port = args.port;
-    let (url, headers): (Arc<str>, _) = (args.url.into(), args.headers);
+    let url: Arc<str> = args.url.into();
+    let headers = args.headers;
     let pool = Arc::new(args.pool);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     println!("relay: http://127.0.0.1:{port}/");
