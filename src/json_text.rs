@@ -11,8 +11,12 @@
 //! answer: a number with a fraction or exponent, an integer of 19 digits or more and `-0` are
 //! read by serde_json from their own text; any error, a lone surrogate escape or nesting past
 //! 100 levels hands the whole document to serde_json, which reads it again from the start.
+//! The same reader builds a borrowed [`Doc`] ([`read_borrowed`]) whose escape-free strings and
+//! keys are slices of the input, with the value and errors it would give as a `Value`.
 
-use serde_json::{Map, Value};
+use crate::json_doc::{self, Doc};
+use serde_json::{Map, Number, Value};
+use std::borrow::Cow;
 
 /// The JSON text of `value`.
 pub fn to_vec(value: &Value) -> Vec<u8> {
@@ -180,9 +184,22 @@ pub fn from_slice(bytes: &[u8]) -> Result<Value, serde_json::Error> {
 /// `u64` above `i64::MAX`, which jaq reads as a float): `true` only when the fast reader read
 /// it all and met none; a document left to serde_json answers `false` (not looked at).
 pub fn from_slice_narrow(bytes: &[u8]) -> Result<(Value, bool), serde_json::Error> {
-    match read_doc(bytes) {
-        Some(doc) => Ok((doc.value, !doc.wide)),
-        None => serde_json::from_slice(bytes).map(|value| (value, false)),
+    read_narrow(bytes)
+}
+
+/// [`from_slice_narrow`], read into a [`Doc`] that borrows from `bytes`: a string or key
+/// without escapes is a slice of the input, one with escapes is owned; objects are key-sorted
+/// (a repeated key keeps its last value). A document left to serde_json is owned whole.
+pub fn read_borrowed(bytes: &[u8]) -> Result<(Doc<'_>, bool), serde_json::Error> {
+    read_narrow(bytes)
+}
+
+/// The document as `B` and whether it is known to hold no integer past `i64`, with the
+/// answer (or error) of `serde_json::from_slice`.
+fn read_narrow<'t, B: Build<'t>>(bytes: &'t [u8]) -> Result<(B, bool), serde_json::Error> {
+    match read_doc::<B>(bytes) {
+        Some(read) => Ok((read.value, !read.wide)),
+        None => serde_json::from_slice(bytes).map(|value| (B::from_serde(value), false)),
     }
 }
 
@@ -192,26 +209,134 @@ const READ_DEPTH: usize = 100;
 
 /// The document, when the fast reader reads it all; `None` hands it to serde_json.
 fn read(bytes: &[u8]) -> Option<Value> {
-    read_doc(bytes).map(|doc| doc.value)
+    read_doc::<Value>(bytes).map(|read| read.value)
 }
 
 /// The document and its deepest nesting of arrays and objects (0 for a scalar), when the fast
 /// reader reads it all: then `from_slice` gives the same value. `None` says nothing about it.
 pub fn read_nested(bytes: &[u8]) -> Option<(Value, usize)> {
-    read_doc(bytes).map(|doc| (doc.value, doc.deepest))
+    read_doc::<Value>(bytes).map(|read| (read.value, read.deepest))
+}
+
+/// What the reader builds: a `serde_json::Value`, or a [`Doc`] borrowing from the text `'t`.
+/// Implemented for the built type itself; each reader is compiled for one of them.
+trait Build<'t>: Sized {
+    /// A string or key as held in the built value.
+    type Text;
+    /// A string or key that is a slice of the text (it had no escapes).
+    fn borrowed(s: &'t str) -> Self::Text;
+    /// A string or key with its escapes decoded.
+    fn owned(s: String) -> Self::Text;
+    fn null() -> Self;
+    fn bool(b: bool) -> Self;
+    fn number(n: Number) -> Self;
+    fn string(s: Self::Text) -> Self;
+    fn array(items: Vec<Self>) -> Self;
+    /// An object of the members read, in document order (a key may repeat).
+    fn object(members: std::vec::Drain<'_, (Self::Text, Self)>) -> Self;
+    /// What serde_json read, for a document the reader handed to it.
+    fn from_serde(value: Value) -> Self;
+}
+
+impl<'t> Build<'t> for Value {
+    type Text = String;
+    #[inline]
+    fn borrowed(s: &'t str) -> String {
+        s.to_owned()
+    }
+    #[inline]
+    fn owned(s: String) -> String {
+        s
+    }
+    #[inline]
+    fn null() -> Self {
+        Value::Null
+    }
+    #[inline]
+    fn bool(b: bool) -> Self {
+        Value::Bool(b)
+    }
+    #[inline]
+    fn number(n: Number) -> Self {
+        Value::Number(n)
+    }
+    #[inline]
+    fn string(s: String) -> Self {
+        Value::String(s)
+    }
+    #[inline]
+    fn array(items: Vec<Self>) -> Self {
+        Value::Array(items)
+    }
+    #[inline]
+    fn object(members: std::vec::Drain<'_, (String, Self)>) -> Self {
+        // Inserted in order, as serde_json does: a repeated key keeps its last value.
+        let mut map = Map::with_capacity(members.len());
+        for (k, v) in members {
+            map.insert(k, v);
+        }
+        Value::Object(map)
+    }
+    #[inline]
+    fn from_serde(value: Value) -> Self {
+        value
+    }
+}
+
+impl<'t> Build<'t> for Doc<'t> {
+    type Text = Cow<'t, str>;
+    #[inline]
+    fn borrowed(s: &'t str) -> Self::Text {
+        Cow::Borrowed(s)
+    }
+    #[inline]
+    fn owned(s: String) -> Self::Text {
+        Cow::Owned(s)
+    }
+    #[inline]
+    fn null() -> Self {
+        Doc::Null
+    }
+    #[inline]
+    fn bool(b: bool) -> Self {
+        Doc::Bool(b)
+    }
+    #[inline]
+    fn number(n: Number) -> Self {
+        Doc::Num(n)
+    }
+    #[inline]
+    fn string(s: Self::Text) -> Self {
+        Doc::Str(s)
+    }
+    #[inline]
+    fn array(items: Vec<Self>) -> Self {
+        Doc::Arr(items)
+    }
+    #[inline]
+    fn object(members: std::vec::Drain<'_, (Self::Text, Self)>) -> Self {
+        // Collected at its final size; members most often come in key order already.
+        let mut m: json_doc::Members<'t> = members.collect();
+        json_doc::sort_members(&mut m);
+        Doc::Obj(m)
+    }
+    #[inline]
+    fn from_serde(value: Value) -> Self {
+        Doc::from_owned(value)
+    }
 }
 
 /// What the fast reader learnt of a document it read whole.
-struct Doc {
-    value: Value,
+struct Read<B> {
+    value: B,
     deepest: usize,
     /// An integer past `i64` was read (by serde_json, from its own text).
     wide: bool,
 }
 
-fn read_doc(bytes: &[u8]) -> Option<Doc> {
+fn read_doc<'t, B: Build<'t>>(bytes: &'t [u8]) -> Option<Read<B>> {
     let text = std::str::from_utf8(bytes).ok()?;
-    let mut r = Reader {
+    let mut r = Reader::<B> {
         text,
         at: 0,
         depth: 0,
@@ -223,7 +348,7 @@ fn read_doc(bytes: &[u8]) -> Option<Doc> {
     r.ws();
     let value = r.value()?;
     r.ws();
-    (r.at == bytes.len()).then_some(Doc {
+    (r.at == bytes.len()).then_some(Read {
         value,
         deepest: r.deepest,
         wide: r.wide,
@@ -232,18 +357,18 @@ fn read_doc(bytes: &[u8]) -> Option<Doc> {
 
 /// A cursor over valid UTF-8 JSON text. Containers being read keep their items on shared
 /// stacks, innermost last, so each array is allocated once, at its final size.
-struct Reader<'a> {
-    text: &'a str,
+struct Reader<'t, B: Build<'t>> {
+    text: &'t str,
     at: usize,
     depth: usize,
     deepest: usize,
     /// An integer past `i64` was read.
     wide: bool,
-    items: Vec<Value>,
-    members: Vec<(String, Value)>,
+    items: Vec<B>,
+    members: Vec<(B::Text, B)>,
 }
 
-impl Reader<'_> {
+impl<'t, B: Build<'t>> Reader<'t, B> {
     fn peek(&self) -> Option<u8> {
         self.text.as_bytes().get(self.at).copied()
     }
@@ -254,20 +379,20 @@ impl Reader<'_> {
         }
     }
 
-    fn value(&mut self) -> Option<Value> {
+    fn value(&mut self) -> Option<B> {
         match self.peek()? {
-            b'"' => self.string().map(Value::String),
+            b'"' => self.string().map(B::string),
             b'{' => self.object(),
             b'[' => self.array(),
-            b't' => self.word("true", Value::Bool(true)),
-            b'f' => self.word("false", Value::Bool(false)),
-            b'n' => self.word("null", Value::Null),
+            b't' => self.word("true", B::bool(true)),
+            b'f' => self.word("false", B::bool(false)),
+            b'n' => self.word("null", B::null()),
             b'-' | b'0'..=b'9' => self.number(),
             _ => None,
         }
     }
 
-    fn word(&mut self, word: &str, value: Value) -> Option<Value> {
+    fn word(&mut self, word: &str, value: B) -> Option<B> {
         let rest = self.text.as_bytes().get(self.at..)?;
         rest.starts_with(word.as_bytes()).then(|| {
             self.at += word.len();
@@ -308,25 +433,25 @@ impl Reader<'_> {
         }
     }
 
-    fn array(&mut self) -> Option<Value> {
+    fn array(&mut self) -> Option<B> {
         if self.open(b']')? {
-            return Some(Value::Array(Vec::new()));
+            return Some(B::array(Vec::new()));
         }
         let start = self.items.len();
         loop {
             let item = self.value()?;
             self.items.push(item);
             if self.next_or_close(b']')? {
-                return Some(Value::Array(self.items.split_off(start)));
+                return Some(B::array(self.items.split_off(start)));
             }
         }
     }
 
-    fn object(&mut self) -> Option<Value> {
-        if self.open(b'}')? {
-            return Some(Value::Object(Map::new()));
-        }
+    fn object(&mut self) -> Option<B> {
         let start = self.members.len();
+        if self.open(b'}')? {
+            return Some(B::object(self.members.drain(start..)));
+        }
         loop {
             if self.peek()? != b'"' {
                 return None;
@@ -341,26 +466,22 @@ impl Reader<'_> {
             let value = self.value()?;
             self.members.push((key, value));
             if self.next_or_close(b'}')? {
-                // Inserted in order, as serde_json does: a repeated key keeps its last value.
-                let mut map = Map::with_capacity(self.members.len() - start);
-                for (k, v) in self.members.drain(start..) {
-                    map.insert(k, v);
-                }
-                return Some(Value::Object(map));
+                return Some(B::object(self.members.drain(start..)));
             }
         }
     }
 
     /// A string's contents (the reader is at its opening quote). Runs between escapes are
     /// found eight bytes at a time; all of them start and end at ASCII bytes, so they are
-    /// whole characters of the (already checked) text.
-    fn string(&mut self) -> Option<String> {
+    /// whole characters of the (already checked) text. A string without escapes is taken as
+    /// a slice of the text ([`Build::borrowed`]).
+    fn string(&mut self) -> Option<B::Text> {
         let bytes = self.text.as_bytes();
         let start = self.at + 1;
         let mut at = start + first_escape(bytes.get(start..)?)?;
         if bytes.get(at) == Some(&b'"') {
             self.at = at + 1;
-            return self.text.get(start..at).map(str::to_owned);
+            return self.text.get(start..at).map(B::borrowed);
         }
         let mut s = String::with_capacity(at - start + 16);
         let mut from = start;
@@ -369,7 +490,7 @@ impl Reader<'_> {
             match bytes.get(at)? {
                 b'"' => {
                     self.at = at + 1;
-                    return Some(s);
+                    return Some(B::owned(s));
                 }
                 b'\\' => {
                     let esc = *bytes.get(at + 1)?;
@@ -401,7 +522,7 @@ impl Reader<'_> {
 
     /// A number. Integers of up to 18 digits are read here; fractions, exponents, longer
     /// integers and `-0` (a float to serde_json) are read by serde_json from their own text.
-    fn number(&mut self) -> Option<Value> {
+    fn number(&mut self) -> Option<B> {
         let bytes = self.text.as_bytes();
         let start = self.at;
         let neg = bytes.get(start) == Some(&b'-');
@@ -420,12 +541,12 @@ impl Reader<'_> {
                 .fold(0u64, |m, d| m * 10 + u64::from(d - b'0'));
             if !neg {
                 self.at = at;
-                return Some(Value::from(m));
+                return Some(B::number(Number::from(m)));
             }
             if m != 0 {
                 self.at = at;
                 // 18 digits stay below 2^63.
-                return Some(Value::from(-i64::try_from(m).ok()?));
+                return Some(B::number(Number::from(-i64::try_from(m).ok()?)));
             }
         }
         if bytes.get(at) == Some(&b'.') {
@@ -446,12 +567,12 @@ impl Reader<'_> {
                 return None;
             }
         }
-        let value = serde_json::from_str::<Value>(self.text.get(start..at)?).ok()?;
-        if let Value::Number(n) = &value {
-            self.wide |= n.as_i64().is_none() && !n.is_f64();
-        }
+        let Ok(Value::Number(n)) = serde_json::from_str::<Value>(self.text.get(start..at)?) else {
+            return None;
+        };
+        self.wide |= n.as_i64().is_none() && !n.is_f64();
         self.at = at;
-        Some(value)
+        Some(B::number(n))
     }
 }
 
@@ -729,7 +850,205 @@ mod tests {
         }
     }
 
+    /// `read_borrowed` gives `from_slice_narrow`'s answer once its `Doc` is a `Value`: the
+    /// same value (members in the same order), the same flag, an error together.
+    fn borrows_alike(bytes: &[u8]) {
+        let ours = read_borrowed(bytes).map(|(d, n)| (d.into_value(), n));
+        let theirs = from_slice_narrow(bytes);
+        let text = String::from_utf8_lossy(bytes);
+        match (&ours, &theirs) {
+            (Ok((a, an)), Ok((b, bn))) => {
+                assert_eq!(a, b, "{text}");
+                assert_eq!(to_vec(a), to_vec(b), "{text}");
+                assert_eq!(an, bn, "{text}");
+            }
+            (Err(_), Err(_)) => {}
+            _ => panic!("{text}: borrowed {ours:?}, narrow {theirs:?}"),
+        }
+    }
+
+    fn borrowed(t: &str) -> (Doc<'_>, bool) {
+        read_borrowed(t.as_bytes()).expect("valid JSON")
+    }
+
+    #[test]
+    fn plain_strings_and_keys_are_borrowed_and_escaped_ones_owned() {
+        let t = r#"{"plain":"text é","esc\u00e9":"a\nb","l":["x","\"y"]}"#;
+        let (doc, narrow) = borrowed(t);
+        assert!(narrow);
+        let Doc::Obj(m) = &doc else { panic!("{doc:?}") };
+        let keys: Vec<(&str, bool)> = m
+            .iter()
+            .map(|(k, _)| (k.as_ref(), matches!(k, Cow::Borrowed(_))))
+            .collect();
+        assert_eq!(keys, [("escé", false), ("l", true), ("plain", true)]);
+        assert!(matches!(
+            doc.get("plain"),
+            Some(Doc::Str(Cow::Borrowed("text é")))
+        ));
+        assert!(matches!(doc.get("escé"), Some(Doc::Str(Cow::Owned(s))) if s == "a\nb"));
+        let Some(Doc::Arr(l)) = doc.get("l") else {
+            panic!("{doc:?}")
+        };
+        assert!(
+            matches!(&l[..], [Doc::Str(Cow::Borrowed("x")), Doc::Str(Cow::Owned(y))] if y == "\"y")
+        );
+        borrows_alike(t.as_bytes());
+    }
+
+    #[test]
+    fn borrowed_objects_are_key_sorted_and_keep_the_last_repeated_key() {
+        for t in [
+            r#"{"b":1,"a":2,"b":3}"#,
+            r#"{"b":1,"a":2,"b":3,"a":4,"c":5,"a":6}"#,
+            r#"{"z":{"y":[],"x":{}},"\u0061":1,"a":2,"":0}"#,
+            r#"{"a":1,"a":2}"#,
+        ] {
+            let (doc, _) = borrowed(t);
+            let Doc::Obj(m) = &doc else { panic!("{doc:?}") };
+            assert!(m.windows(2).all(|w| w[0].0 < w[1].0), "{t}: {m:?}");
+            borrows_alike(t.as_bytes());
+        }
+        let (doc, _) = borrowed(r#"{"b":1,"a":2,"b":3,"\u0061":4}"#);
+        assert_eq!(doc.get("a"), Some(&Doc::from(4i64)));
+        assert_eq!(doc.get("b"), Some(&Doc::from(3i64)));
+    }
+
+    #[test]
+    fn borrowed_numbers_and_the_wide_flag_match_from_slice_narrow() {
+        let (doc, narrow) =
+            borrowed("[1,-2,9223372036854775807,-9223372036854775808,1.5e300,-0,0.25]");
+        assert!(narrow);
+        assert_eq!(
+            doc.into_value(),
+            json!([1, -2, i64::MAX, i64::MIN, 1.5e300, -0.0, 0.25])
+        );
+        // `-0` is a float to serde_json, read from its own text: not wide.
+        let (doc, narrow) = borrowed("-0");
+        assert!(narrow);
+        assert!(matches!(&doc, Doc::Num(n) if n.as_f64() == Some(0.0) && n.is_f64()));
+        let (doc, narrow) = borrowed(r#"{"a":[1,{"b":10000000000854346115}]}"#);
+        assert!(!narrow);
+        assert!(doc.has_wide_integer());
+        for t in [
+            "18446744073709551615",
+            "18446744073709551616",
+            "-0",
+            "-0.0",
+            "1e5",
+            "1e400",
+            "123456789012345678",
+            "1234567890123456789",
+            "-9223372036854775809",
+            "01",
+        ] {
+            borrows_alike(t.as_bytes());
+        }
+    }
+
+    #[test]
+    fn borrowed_edge_cases_fall_back_or_fail_as_from_slice_narrow_does() {
+        let nest = |n: usize| format!(r#"{}"s"{}"#, "[".repeat(n), "]".repeat(n));
+        // The innermost string is borrowed, and whether the document is vouched for.
+        let innermost = |n: usize| {
+            let text = nest(n);
+            let (doc, narrow) = borrowed(&text);
+            let mut inner = &doc;
+            while let Doc::Arr(a) = inner {
+                inner = &a[0];
+            }
+            assert_eq!(inner.as_str(), Some("s"));
+            (matches!(inner, Doc::Str(Cow::Borrowed(_))), narrow)
+        };
+        assert_eq!(innermost(READ_DEPTH), (true, true));
+        // Past the fast reader's depth serde_json reads it: owned, and not vouched for.
+        assert_eq!(innermost(READ_DEPTH + 1), (false, false));
+        for n in [99, 100, 101, 127, 128, 129, 200] {
+            borrows_alike(nest(n).as_bytes());
+        }
+        for t in [
+            "",
+            " ",
+            "{",
+            "[1,]",
+            r#"{"a":1,}"#,
+            r#"{a:1}"#,
+            "1 2",
+            "nul",
+            r#""\x""#,
+            r#""\ud83d""#,
+            r#""\ud83d\ude00""#,
+            "\"tab\there\"",
+            "\u{feff}1",
+            "[\"ok\", \"é\"]",
+        ] {
+            borrows_alike(t.as_bytes());
+        }
+        assert!(read_borrowed(b"{").is_err());
+        assert!(read_borrowed(b"\"\xff\"").is_err());
+        borrows_alike(b"[\"ok\", \"\xc3\"]");
+    }
+
+    /// A JSON text with what `value()` does not write: repeated keys, keys and strings
+    /// spelt with `\u` escapes, and whitespace between tokens.
+    fn varied_text() -> impl Strategy<Value = String> {
+        let ws = "[ \t\n\r]{0,2}";
+        let key = (r#"[ab"\\é😀]{0,2}"#, any::<bool>()).prop_map(|(k, esc)| spell(&k, esc));
+        let leaf = prop_oneof![
+            value().prop_map(|v| to_string(&v)),
+            (r#"[a"\\\n😀]{0,4}"#, any::<bool>()).prop_map(|(s, esc)| spell(&s, esc)),
+        ];
+        leaf.prop_recursive(4, 40, 6, move |inner| {
+            prop_oneof![
+                (prop::collection::vec(inner.clone(), 0..5), ws)
+                    .prop_map(|(items, w)| format!("[{w}{}{w}]", items.join(&format!("{w},")))),
+                (prop::collection::vec((key.clone(), inner), 0..6), ws).prop_map(|(m, w)| {
+                    let m: Vec<String> = m.iter().map(|(k, v)| format!("{k}{w}:{v}")).collect();
+                    format!("{{{w}{}}}", m.join(&format!(",{w}")))
+                }),
+            ]
+        })
+    }
+
+    /// `s` as a JSON string: as serde_json writes it, or every character as a `\u` escape
+    /// (a surrogate pair past the BMP).
+    fn spell(s: &str, escaped: bool) -> String {
+        if !escaped {
+            return to_string(&Value::String(s.to_owned()));
+        }
+        let mut out = String::from("\"");
+        for c in s.chars() {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{u:04x}"));
+            }
+        }
+        out.push('"');
+        out
+    }
+
     proptest! {
+        #[test]
+        fn any_value_is_read_borrowed_as_from_slice_narrow_reads_it(v in value()) {
+            for text in [to_vec(&v), serde_json::to_vec_pretty(&v).unwrap_or_default()] {
+                prop_assert!(read_borrowed(&text).is_ok());
+                borrows_alike(&text);
+            }
+        }
+
+        #[test]
+        fn any_varied_text_is_read_borrowed_as_from_slice_narrow_reads_it(text in varied_text()) {
+            prop_assert!(read_borrowed(text.as_bytes()).is_ok(), "{}", text);
+            borrows_alike(text.as_bytes());
+        }
+
+        #[test]
+        fn any_text_is_read_borrowed_as_from_slice_narrow_reads_it(
+            text in r#"[\[\]{}",:0-9a-z.eE+\- \t\n\\/éu]{0,48}"#,
+        ) {
+            borrows_alike(text.as_bytes());
+        }
+
         #[test]
         fn any_value_is_written_as_serde_json_writes_it(v in value()) {
             prop_assert_eq!(to_vec(&v), serde_json::to_vec(&v).unwrap_or_default());

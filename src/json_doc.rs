@@ -1,0 +1,284 @@
+//! A JSON value that borrows its text: strings and keys are slices of the document they were
+//! read from, objects are key-sorted member lists. It never holds a value serde_json would not.
+//!
+//! The backend's answer is read into a [`Doc`] ([`crate::json_text::read_borrowed`]) and the
+//! native jq evaluator works on [`Doc`]s, so a call allocates only for what it builds: no
+//! `String` per key or string of the body, no map node per object, and dropping the body frees
+//! one vector per array or object. A [`Doc`] becomes a `serde_json::Value` where one is needed
+//! (the answer's tree, jaq), with exactly the value serde_json would have read.
+//!
+//! Objects hold their members sorted by key (byte order) with unique keys: the order and the
+//! "last repeated key wins" answer of `serde_json::Map` (key-ordered, no `preserve_order`).
+
+use serde_json::{Map, Number, Value};
+use std::borrow::Cow;
+use std::cmp::Ordering;
+
+/// One JSON value; `'a` is the lifetime of the text (or values) its strings borrow from.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Doc<'a> {
+    #[default]
+    Null,
+    Bool(bool),
+    Num(Number),
+    Str(Cow<'a, str>),
+    Arr(Vec<Doc<'a>>),
+    /// Members sorted by key, keys unique (see [`Members`]).
+    Obj(Members<'a>),
+}
+
+/// An object's members: sorted by key in byte order, each key once.
+pub type Members<'a> = Vec<(Cow<'a, str>, Doc<'a>)>;
+
+/// The shared `null` a missing member reads as.
+pub static NULL: Doc<'static> = Doc::Null;
+
+/// Objects up to this size are searched member by member (comparing lengths first); larger
+/// ones by binary search.
+const SCAN_MAX: usize = 8;
+
+/// `m[k]`, the member named `k`.
+pub fn member<'m, 'a>(m: &'m [(Cow<'a, str>, Doc<'a>)], k: &str) -> Option<&'m Doc<'a>> {
+    if m.len() <= SCAN_MAX {
+        m.iter().find(|(key, _)| key.as_ref() == k).map(|(_, v)| v)
+    } else {
+        m.binary_search_by(|(key, _)| key.as_ref().cmp(k))
+            .ok()
+            .and_then(|i| m.get(i))
+            .map(|(_, v)| v)
+    }
+}
+
+/// Sets member `k` of `m` to `v` (replacing an equal key's value), keeping the order; returns
+/// the value it replaced.
+pub fn insert<'a>(m: &mut Members<'a>, k: Cow<'a, str>, v: Doc<'a>) -> Option<Doc<'a>> {
+    // Members are most often added in key order: check the end first.
+    let at = match m.last() {
+        None => Err(0),
+        Some((last, _)) => match last.as_ref().cmp(k.as_ref()) {
+            Ordering::Less => Err(m.len()),
+            Ordering::Equal => Ok(m.len() - 1),
+            Ordering::Greater => m.binary_search_by(|(key, _)| key.as_ref().cmp(k.as_ref())),
+        },
+    };
+    match at {
+        Ok(i) => m.get_mut(i).map(|slot| std::mem::replace(&mut slot.1, v)),
+        Err(i) => {
+            m.insert(i, (k, v));
+            None
+        }
+    }
+}
+
+/// Removes member `k` of `m`, returning its value.
+pub fn remove<'a>(m: &mut Members<'a>, k: &str) -> Option<Doc<'a>> {
+    let i = m.binary_search_by(|(key, _)| key.as_ref().cmp(k)).ok()?;
+    Some(m.remove(i).1)
+}
+
+/// Sorts members read in document order and drops all but the last of each repeated key
+/// (serde_json keeps the last value of a repeated key).
+pub fn sort_members(m: &mut Members<'_>) {
+    if m.windows(2).all(|w| w[0].0 < w[1].0) {
+        return;
+    }
+    // Stable: members with one key stay in document order, so the last of them is the last.
+    m.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut out: Members<'_> = Vec::with_capacity(m.len());
+    for (k, v) in m.drain(..) {
+        match out.last_mut() {
+            Some(last) if last.0 == k => last.1 = v,
+            _ => out.push((k, v)),
+        }
+    }
+    *m = out;
+}
+
+impl<'a> Doc<'a> {
+    /// The value, its strings borrowed from `v`.
+    pub fn from_value(v: &'a Value) -> Doc<'a> {
+        match v {
+            Value::Null => Doc::Null,
+            Value::Bool(b) => Doc::Bool(*b),
+            Value::Number(n) => Doc::Num(n.clone()),
+            Value::String(s) => Doc::Str(Cow::Borrowed(s)),
+            Value::Array(a) => Doc::Arr(a.iter().map(Doc::from_value).collect()),
+            // A key-ordered map iterates in key order, keys unique: already sorted.
+            Value::Object(m) => Doc::Obj(
+                m.iter()
+                    .map(|(k, v)| (Cow::Borrowed(k.as_str()), Doc::from_value(v)))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The value, owning all of it (`v`'s strings are moved, not copied).
+    pub fn from_owned(v: Value) -> Doc<'static> {
+        match v {
+            Value::Null => Doc::Null,
+            Value::Bool(b) => Doc::Bool(b),
+            Value::Number(n) => Doc::Num(n),
+            Value::String(s) => Doc::Str(Cow::Owned(s)),
+            Value::Array(a) => Doc::Arr(a.into_iter().map(Doc::from_owned).collect()),
+            Value::Object(m) => Doc::Obj(
+                m.into_iter()
+                    .map(|(k, v)| (Cow::Owned(k), Doc::from_owned(v)))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The `serde_json` value, consuming this one: owned strings move, borrowed ones are copied.
+    pub fn into_value(self) -> Value {
+        match self {
+            Doc::Null => Value::Null,
+            Doc::Bool(b) => Value::Bool(b),
+            Doc::Num(n) => Value::Number(n),
+            Doc::Str(s) => Value::String(s.into_owned()),
+            Doc::Arr(a) => Value::Array(a.into_iter().map(Doc::into_value).collect()),
+            Doc::Obj(m) => Value::Object(into_map(m)),
+        }
+    }
+
+    /// The `serde_json` value, copied.
+    pub fn to_value(&self) -> Value {
+        match self {
+            Doc::Null => Value::Null,
+            Doc::Bool(b) => Value::Bool(*b),
+            Doc::Num(n) => Value::Number(n.clone()),
+            Doc::Str(s) => Value::String(s.to_string()),
+            Doc::Arr(a) => Value::Array(a.iter().map(Doc::to_value).collect()),
+            Doc::Obj(m) => Value::Object(
+                m.iter()
+                    .map(|(k, v)| (k.to_string(), v.to_value()))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The value with every borrowed string copied: it outlives the text it was read from.
+    pub fn into_static(self) -> Doc<'static> {
+        match self {
+            Doc::Null => Doc::Null,
+            Doc::Bool(b) => Doc::Bool(b),
+            Doc::Num(n) => Doc::Num(n),
+            Doc::Str(s) => Doc::Str(Cow::Owned(s.into_owned())),
+            Doc::Arr(a) => Doc::Arr(a.into_iter().map(Doc::into_static).collect()),
+            Doc::Obj(m) => Doc::Obj(
+                m.into_iter()
+                    .map(|(k, v)| (Cow::Owned(k.into_owned()), v.into_static()))
+                    .collect(),
+            ),
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Doc::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Doc::Num(n) => n.as_i64(),
+            _ => None,
+        }
+    }
+
+    pub fn is_object(&self) -> bool {
+        matches!(self, Doc::Obj(_))
+    }
+
+    /// Member `k` of an object; `None` for a missing member or a value that is no object.
+    pub fn get(&self, k: &str) -> Option<&Doc<'a>> {
+        match self {
+            Doc::Obj(m) => member(m, k),
+            _ => None,
+        }
+    }
+
+    /// Does the value hold an integer that is neither an i64 nor a float (past `i64::MAX`)?
+    pub fn has_wide_integer(&self) -> bool {
+        match self {
+            Doc::Num(n) => n.as_i64().is_none() && !n.is_f64(),
+            Doc::Arr(a) => a.iter().any(Doc::has_wide_integer),
+            Doc::Obj(m) => m.iter().any(|(_, v)| v.has_wide_integer()),
+            _ => false,
+        }
+    }
+}
+
+impl From<i64> for Doc<'_> {
+    fn from(i: i64) -> Self {
+        Doc::Num(Number::from(i))
+    }
+}
+
+impl From<usize> for Doc<'_> {
+    fn from(u: usize) -> Self {
+        Doc::Num(Number::from(u))
+    }
+}
+
+impl From<bool> for Doc<'_> {
+    fn from(b: bool) -> Self {
+        Doc::Bool(b)
+    }
+}
+
+/// Key-sorted members as a `serde_json` map, built in one pass from the sorted list.
+fn into_map(m: Members<'_>) -> Map<String, Value> {
+    m.into_iter()
+        .map(|(k, v)| (k.into_owned(), v.into_value()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn values_go_through_and_back_unchanged() {
+        let v = json!({"b": [1, -2, 3.5, "x", null, true], "a": {"z": {}, "y": []}, "": "e"});
+        assert_eq!(Doc::from_value(&v).into_value(), v);
+        assert_eq!(Doc::from_value(&v).to_value(), v);
+        assert_eq!(Doc::from_owned(v.clone()).into_value(), v);
+        assert_eq!(Doc::from_value(&v).into_static().into_value(), v);
+    }
+
+    #[test]
+    fn objects_keep_key_order_and_the_last_repeated_key() {
+        let mut m: Members<'_> = vec![
+            ("b".into(), Doc::from(1i64)),
+            ("a".into(), Doc::from(2i64)),
+            ("b".into(), Doc::from(3i64)),
+        ];
+        sort_members(&mut m);
+        assert_eq!(
+            Doc::Obj(m.clone()).into_value(),
+            serde_json::from_str::<Value>(r#"{"b":1,"a":2,"b":3}"#).unwrap()
+        );
+        assert_eq!(insert(&mut m, "c".into(), Doc::Null), None);
+        assert_eq!(insert(&mut m, "0".into(), Doc::Null), None);
+        assert_eq!(insert(&mut m, "b".into(), Doc::Null), Some(Doc::from(3i64)));
+        let keys: Vec<&str> = m.iter().map(|(k, _)| k.as_ref()).collect();
+        assert_eq!(keys, ["0", "a", "b", "c"]);
+        assert_eq!(remove(&mut m, "a"), Some(Doc::from(2i64)));
+        assert_eq!(remove(&mut m, "a"), None);
+    }
+
+    #[test]
+    fn members_are_found_in_small_and_large_objects() {
+        for n in [0usize, 3, 8, 9, 40] {
+            let v = Value::Object((0..n).map(|i| (format!("k{i:02}"), json!(i))).collect());
+            let d = Doc::from_value(&v);
+            for i in 0..n {
+                assert_eq!(d.get(&format!("k{i:02}")), Some(&Doc::from(i)));
+            }
+            assert_eq!(d.get("k"), None);
+            assert_eq!(d.get("zz"), None);
+        }
+    }
+}
