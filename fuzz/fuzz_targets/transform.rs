@@ -120,8 +120,8 @@ fuzz_target!(|data: &[u8]| {
     }
     let pick = usize::from(u16::from_le_bytes([data[0], data[1]])) % PROGRAMS.len();
     let status = 100 + u16::from(data[2]) * 2;
-    // Read as the response path reads a backend body: `narrow` spares the answer's walk for
-    // an integer past i64 (`Transform::run_read`), so both routes are checked against jaq.
+    // Read as a backend body was read: `narrow` spares the answer's walk for an integer past
+    // i64 (`Transform::run_read`), so both routes are checked against jaq.
     let Ok((doc, narrow)) = portico::json_text::from_slice_narrow(&data[3..]) else {
         return;
     };
@@ -133,7 +133,21 @@ fuzz_target!(|data: &[u8]| {
     let jaq = t.run_jaq(&doc, vars);
     let got = t.run(&doc, vars);
     let read = t.run_read(&doc, narrow, vars);
+    // And as the response path reads it now: in place, into a borrowed `Doc`, which must
+    // stand for the same value (and the same `narrow`) as the tree read above.
+    let Ok((body, body_narrow)) = portico::json_text::read_borrowed(&data[3..]) else {
+        panic!("read_borrowed refused what from_slice_narrow read: {doc}");
+    };
+    assert_eq!(body.to_value(), doc, "read_borrowed's value");
+    assert_eq!(body_narrow, narrow, "read_borrowed's narrow flag on {doc}");
+    let in_place = t.run_doc(&body, body_narrow, vars);
     if let Ok(want) = &jaq {
+        assert_eq!(
+            in_place.as_ref().ok(),
+            Some(want),
+            "`{}` on {doc} (read in place)",
+            t.source()
+        );
         assert_eq!(got.as_ref().ok(), Some(want), "`{}` on {doc}", t.source());
         assert_eq!(
             read.as_ref().ok(),

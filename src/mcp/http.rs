@@ -197,8 +197,28 @@ fn boxed_in_place<F: Future>(make: impl FnOnce() -> F) -> Pin<Box<F>> {
     Box::into_pin(Box::write(slot, make()))
 }
 
+thread_local! {
+    /// Room the next answer written on this thread starts with: about the size of the answers
+    /// written before it, so a typical answer is written without growing its buffer.
+    static ANSWER_ROOM: std::cell::Cell<usize> = const { std::cell::Cell::new(1024) };
+}
+
+/// `prefix`, the JSON text of `value`, then `suffix`, in a buffer sized from the answers
+/// before it (growing a 256-byte buffer to a 2 KiB answer copied it three times).
+fn answer_bytes(prefix: &[u8], value: &Value, suffix: &[u8]) -> Vec<u8> {
+    let room = ANSWER_ROOM.with(std::cell::Cell::get);
+    let mut out = Vec::with_capacity(room);
+    out.extend_from_slice(prefix);
+    crate::json_text::write(value, &mut out);
+    out.extend_from_slice(suffix);
+    // Follows larger answers at once and smaller ones slowly; bounded either way.
+    let next = out.len().max(room - room / 8).clamp(256, 64 * 1024);
+    ANSWER_ROOM.with(|r| r.set(next));
+    out
+}
+
 fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
-    let mut r = Response::new(full(crate::json_text::to_vec(value)));
+    let mut r = Response::new(full(answer_bytes(b"", value, b"")));
     *r.status_mut() = status;
     r.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -271,11 +291,7 @@ fn empty(status: StatusCode) -> Response<Body> {
 }
 
 fn sse_frame(value: &Value) -> Bytes {
-    let mut out = Vec::with_capacity(256);
-    out.extend_from_slice(b"event: message\ndata: ");
-    crate::json_text::write(value, &mut out);
-    out.extend_from_slice(b"\n\n");
-    Bytes::from(out)
+    Bytes::from(answer_bytes(b"event: message\ndata: ", value, b"\n\n"))
 }
 
 fn sse_headers(r: &mut Response<Body>) {

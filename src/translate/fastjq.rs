@@ -6,11 +6,12 @@
 //! exactly (any error, a multi-output operand, an odd number) stops with [`Stop::Fallback`] so
 //! the caller runs jaq, the reference, instead.
 
+use crate::json_doc::{self, Doc, Members};
 use jaq_core::load::lex::StrPart;
 use jaq_core::load::parse::{BinaryOp, Def, Pattern, Term};
 use jaq_core::ops::{Cmp, Math};
 use jaq_core::path::{Opt, Part};
-use serde_json::{Map, Number, Value};
+use serde_json::{Number, Value};
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::cmp::Ordering;
@@ -40,10 +41,12 @@ const MAX_NODES: usize = 20_000;
 enum Expr {
     Id,
     Empty,
-    Lit(Value),
+    Lit(Doc<'static>),
     Str(Vec<Seg>),
     Arr(Option<Box<Expr>>),
-    Obj(Vec<(Key, Expr)>, Option<Box<Map<String, Value>>>),
+    /// The entries, and whether every key is static and distinct with the entries sorted by
+    /// key ([`prototype`]): the object is then built in order, without a search.
+    Obj(Vec<(Key, Expr)>, bool),
     Neg(Box<Expr>),
     Pipe(Box<Expr>, Box<Expr>),
     Bind(Box<Expr>, usize, Box<Expr>),
@@ -131,6 +134,8 @@ enum Builtin {
 pub struct Program {
     expr: Expr,
     slots: usize,
+    /// Which globals the program names: the others are not converted for a run.
+    uses: [bool; 3],
 }
 
 /// Compile-time scope: definitions, filter parameters and variables, innermost first.
@@ -203,6 +208,7 @@ impl<'s> Scope<'s> {
 
 struct Compiler {
     slots: usize,
+    uses: [bool; 3],
     depth: usize,
     nodes: usize,
 }
@@ -221,6 +227,7 @@ impl Program {
             .ok()?;
         let mut c = Compiler {
             slots: GLOBALS.len(),
+            uses: [false; 3],
             depth: 0,
             nodes: 0,
         };
@@ -228,6 +235,7 @@ impl Program {
         Some(Program {
             expr,
             slots: c.slots,
+            uses: c.uses,
         })
     }
 
@@ -235,11 +243,29 @@ impl Program {
     /// the first output (or `None`), or `Stop::Fallback` when jaq must decide.
     /// The globals are read in place, never copied.
     pub fn run(&self, input: &Value, globals: [&Value; 3]) -> Result<Option<Value>, Stop> {
+        self.run_doc(&Doc::from_value(input), globals)
+    }
+
+    /// [`Program::run`] on a [`Doc`] (a backend body read in place, say): the same answer
+    /// for the same value. Only the globals the program names are looked at.
+    pub fn run_doc<'g>(
+        &self,
+        input: &Doc<'_>,
+        globals: [&'g Value; 3],
+    ) -> Result<Option<Value>, Stop> {
         let locals = self.slots.saturating_sub(GLOBALS.len());
         // Unbound slots share one `null`; a binding replaces its slot's Rc, never mutates it.
-        let null = Rc::new(Value::Null);
+        let null = Rc::new(Doc::Null);
+        let [g0, g1, g2] = globals;
+        let global = |i: usize, v: &'g Value| {
+            if self.uses.get(i).copied().unwrap_or(true) {
+                Doc::from_value(v)
+            } else {
+                Doc::Null
+            }
+        };
         let ev = Eval {
-            globals,
+            globals: [global(0, g0), global(1, g1), global(2, g2)],
             locals: RefCell::new((0..locals).map(|_| Rc::clone(&null)).collect()),
         };
         let mut first = None;
@@ -248,7 +274,7 @@ impl Program {
             Err(Stop::Done)
         });
         match r {
-            Ok(()) | Err(Stop::Done) => Ok(first),
+            Ok(()) | Err(Stop::Done) => Ok(first.map(Doc::into_value)),
             Err(Stop::Fallback) => Err(Stop::Fallback),
         }
     }
@@ -281,8 +307,8 @@ fn pipe(l: Expr, r: Expr) -> Expr {
 /// `Some(Some(i))` for a non-negative integer literal, `None` for anything else.
 fn literal_bound(e: Option<&Expr>) -> Option<Option<usize>> {
     match e {
-        None | Some(Expr::Lit(Value::Null)) => Some(None),
-        Some(Expr::Lit(Value::Number(n))) => {
+        None | Some(Expr::Lit(Doc::Null)) => Some(None),
+        Some(Expr::Lit(Doc::Num(n))) => {
             let i = n.as_i64().filter(|i| *i >= 0)?;
             usize::try_from(i).ok().map(Some)
         }
@@ -315,6 +341,15 @@ fn lit_str(parts: &[StrPart<&str, Term<&str>>]) -> Option<String> {
 }
 
 impl Compiler {
+    /// The slot of variable `name`, noting a global the program names.
+    fn var(&mut self, sc: &Rc<Scope<'_>>, name: &str) -> C<usize> {
+        let slot = sc.find_var(name).ok_or(Unsupported)?;
+        if let Some(used) = self.uses.get_mut(slot) {
+            *used = true;
+        }
+        Ok(slot)
+    }
+
     fn slot(&mut self) -> usize {
         self.slots += 1;
         self.slots - 1
@@ -329,7 +364,7 @@ impl Compiler {
             Term::Id => Expr::Id,
             Term::Num(n) => Expr::Lit(number_literal(n).ok_or(Unsupported)?),
             Term::Str(None, parts) => match lit_str(parts) {
-                Some(s) => Expr::Lit(Value::String(s)),
+                Some(s) => Expr::Lit(Doc::Str(Cow::Owned(s))),
                 None => {
                     let mut segs = Vec::with_capacity(parts.len());
                     for p in parts {
@@ -342,7 +377,7 @@ impl Compiler {
                     Expr::Str(segs)
                 }
             },
-            Term::Arr(None) => Expr::Lit(Value::Array(Vec::new())),
+            Term::Arr(None) => Expr::Lit(Doc::Arr(Vec::new())),
             Term::Arr(Some(t)) => Expr::Arr(Some(b(self.term(t, sc)?))),
             Term::Obj(entries) => {
                 let mut out = Vec::with_capacity(entries.len());
@@ -354,13 +389,13 @@ impl Compiler {
                     .iter()
                     .all(|(k, v)| matches!((k, v), (Key::Static(_), Expr::Lit(_))))
                 {
-                    let mut m = Map::with_capacity(out.len());
+                    let mut m: Members<'static> = Vec::with_capacity(out.len());
                     for (k, v) in out {
                         if let (Key::Static(k), Expr::Lit(v)) = (k, v) {
-                            m.insert(k, v);
+                            json_doc::insert(&mut m, Cow::Owned(k), v);
                         }
                     }
-                    Expr::Lit(Value::Object(m))
+                    Expr::Lit(Doc::Obj(m))
                 } else {
                     let proto = prototype(&mut out);
                     Expr::Obj(out, proto)
@@ -409,7 +444,7 @@ impl Compiler {
                 self.term(body, &scope)?
             }
             Term::Call(name, args) => self.call(name, args, sc)?,
-            Term::Var(name) => Expr::Var(sc.find_var(name).ok_or(Unsupported)?),
+            Term::Var(name) => Expr::Var(self.var(sc, name)?),
             Term::Path(root, path) => {
                 let root = self.term(root, sc)?;
                 let mut steps = Vec::with_capacity(path.0.len());
@@ -449,7 +484,7 @@ impl Compiler {
             // `{$x}` is `{x: $x}`.
             (Term::Var(name), None) => (
                 Key::Static(name.trim_start_matches('$').to_string()),
-                Expr::Var(sc.find_var(name).ok_or(Unsupported)?),
+                Expr::Var(self.var(sc, name)?),
             ),
             (Term::Str(None, parts), value) => {
                 let key = lit_str(parts).ok_or(Unsupported)?;
@@ -484,17 +519,17 @@ impl Compiler {
         let call = |f: Builtin, a: Vec<Expr>| Ok(Expr::Call(f, a));
         match (name, a.len()) {
             ("empty", 0) => Ok(Expr::Empty),
-            ("null", 0) => Ok(Expr::Lit(Value::Null)),
-            ("true", 0) => Ok(Expr::Lit(Value::Bool(true))),
-            ("false", 0) => Ok(Expr::Lit(Value::Bool(false))),
+            ("null", 0) => Ok(Expr::Lit(Doc::Null)),
+            ("true", 0) => Ok(Expr::Lit(Doc::Bool(true))),
+            ("false", 0) => Ok(Expr::Lit(Doc::Bool(false))),
             ("not", 0) => Ok(Expr::If(
-                vec![(Expr::Id, Expr::Lit(Value::Bool(false)))],
-                b(Expr::Lit(Value::Bool(true))),
+                vec![(Expr::Id, Expr::Lit(Doc::Bool(false)))],
+                b(Expr::Lit(Doc::Bool(true))),
             )),
             ("select", 1) => Ok(Expr::If(vec![(one(a)?, Expr::Id)], b(Expr::Empty))),
             ("values", 0) => Ok(Expr::If(
                 vec![(
-                    Expr::Cmp(Cmp::Ne, b(Expr::Id), b(Expr::Lit(Value::Null))),
+                    Expr::Cmp(Cmp::Ne, b(Expr::Id), b(Expr::Lit(Doc::Null))),
                     Expr::Id,
                 )],
                 b(Expr::Empty),
@@ -505,11 +540,11 @@ impl Compiler {
             ))))),
             ("first", 0) => Ok(Expr::Path(
                 b(Expr::Id),
-                vec![Step::Index(Expr::Lit(Value::from(0)))],
+                vec![Step::Index(Expr::Lit(Doc::from(0i64)))],
             )),
             ("last", 0) => Ok(Expr::Path(
                 b(Expr::Id),
-                vec![Step::Index(Expr::Lit(Value::from(-1)))],
+                vec![Step::Index(Expr::Lit(Doc::from(-1i64)))],
             )),
             ("length", 0) => call(Builtin::Length, a),
             ("tostring", 0) => call(Builtin::ToString, a),
@@ -578,28 +613,28 @@ impl Compiler {
 }
 
 /// Number literals the way jaq reads them: integers as machine integers, decimals as floats.
-fn number_literal(n: &str) -> Option<Value> {
+fn number_literal(n: &str) -> Option<Doc<'static>> {
     if n.bytes().all(|c| c.is_ascii_digit()) {
-        return n.parse::<i64>().ok().map(Value::from);
+        return n.parse::<i64>().ok().map(Doc::from);
     }
     let f: f64 = n.parse().ok()?;
-    Number::from_f64(f).map(Value::Number)
+    Number::from_f64(f).map(Doc::Num)
 }
 
-static NULL: Value = Value::Null;
+static NULL: Doc<'static> = Doc::Null;
 
 /// Run-time state: the globals (slots `0..GLOBALS.len()`) borrowed from the caller, and the
 /// `as $x` bindings (the slots after them).
 struct Eval<'g> {
-    globals: [&'g Value; 3],
-    locals: RefCell<Vec<Rc<Value>>>,
+    globals: [Doc<'g>; 3],
+    locals: RefCell<Vec<Rc<Doc<'g>>>>,
 }
 
-type Out<'a> = &'a mut dyn FnMut(Value) -> Res;
-type OutRef<'a> = &'a mut dyn FnMut(&Value) -> Res;
+type Out<'o, 'a> = &'o mut dyn FnMut(Doc<'a>) -> Res;
+type OutRef<'o, 'a> = &'o mut dyn FnMut(&Doc<'a>) -> Res;
 
-fn truthy(v: &Value) -> bool {
-    !matches!(v, Value::Null | Value::Bool(false))
+fn truthy(v: &Doc<'_>) -> bool {
+    !matches!(v, Doc::Null | Doc::Bool(false))
 }
 
 #[derive(Clone, Copy)]
@@ -608,9 +643,9 @@ enum N {
     F(f64),
 }
 
-fn num(v: &Value) -> Result<N, Stop> {
+fn num(v: &Doc<'_>) -> Result<N, Stop> {
     match v {
-        Value::Number(n) => match n.as_i64() {
+        Doc::Num(n) => match n.as_i64() {
             Some(i) => Ok(N::I(i)),
             None if n.is_f64() => n.as_f64().map(N::F).ok_or(Stop::Fallback),
             None => Err(Stop::Fallback),
@@ -619,10 +654,10 @@ fn num(v: &Value) -> Result<N, Stop> {
     }
 }
 
-fn from_n(n: N) -> Result<Value, Stop> {
+fn from_n<'a>(n: N) -> Result<Doc<'a>, Stop> {
     match n {
-        N::I(i) => Ok(Value::from(i)),
-        N::F(f) => Number::from_f64(f).map(Value::Number).ok_or(Stop::Fallback),
+        N::I(i) => Ok(Doc::from(i)),
+        N::F(f) => Number::from_f64(f).map(Doc::Num).ok_or(Stop::Fallback),
     }
 }
 
@@ -635,47 +670,48 @@ fn as_f(n: N) -> f64 {
 
 /// jq's `+`, `-` and `*` for the operand types modelled exactly. The operands are borrowed
 /// where they are read only: a string sum is built once, at its final size, from borrowed text.
-fn arith(op: Math, l: Cow<'_, Value>, r: Cow<'_, Value>) -> Result<Value, Stop> {
+fn arith<'a>(op: Math, l: Cow<'_, Doc<'a>>, r: Cow<'_, Doc<'a>>) -> Result<Doc<'a>, Stop> {
     match (op, &*l, &*r) {
         // A number neither i64 nor f64 (an integer past i64::MAX) is left to jaq, which turns
         // it into a float when it adds it (found by the `transform` fuzz target).
-        (Math::Add, Value::Null, n @ Value::Number(_))
-        | (Math::Add, n @ Value::Number(_), Value::Null) => {
+        (Math::Add, Doc::Null, n @ Doc::Num(_)) | (Math::Add, n @ Doc::Num(_), Doc::Null) => {
             num(n)?;
             Ok(n.clone())
         }
-        (Math::Add, Value::Null, _) => Ok(r.into_owned()),
-        (Math::Add, _, Value::Null) => Ok(l.into_owned()),
-        (Math::Add, Value::String(_), Value::String(b)) => {
+        (Math::Add, Doc::Null, _) => Ok(r.into_owned()),
+        (Math::Add, _, Doc::Null) => Ok(l.into_owned()),
+        (Math::Add, Doc::Str(_), Doc::Str(b)) => {
+            let with_room = |a: &str| {
+                let mut s = String::with_capacity(a.len() + b.len());
+                s.push_str(a);
+                s
+            };
             let mut a = match l {
-                Cow::Owned(Value::String(a)) => a,
-                Cow::Borrowed(Value::String(a)) => {
-                    let mut s = String::with_capacity(a.len() + b.len());
-                    s.push_str(a);
-                    s
-                }
+                Cow::Owned(Doc::Str(Cow::Owned(a))) => a,
+                Cow::Owned(Doc::Str(a)) => with_room(&a),
+                Cow::Borrowed(Doc::Str(a)) => with_room(a),
                 _ => return Err(Stop::Fallback),
             };
             a.push_str(b);
-            Ok(Value::String(a))
+            Ok(Doc::Str(Cow::Owned(a)))
         }
-        (Math::Add, Value::Array(_), Value::Array(_)) => match (l.into_owned(), r.into_owned()) {
-            (Value::Array(mut a), Value::Array(b)) => {
+        (Math::Add, Doc::Arr(_), Doc::Arr(_)) => match (l.into_owned(), r.into_owned()) {
+            (Doc::Arr(mut a), Doc::Arr(b)) => {
                 a.extend(b);
-                Ok(Value::Array(a))
+                Ok(Doc::Arr(a))
             }
             _ => Err(Stop::Fallback),
         },
-        (Math::Add, Value::Object(_), Value::Object(_)) => match (l.into_owned(), r.into_owned()) {
-            (Value::Object(mut a), Value::Object(b)) => {
+        (Math::Add, Doc::Obj(_), Doc::Obj(_)) => match (l.into_owned(), r.into_owned()) {
+            (Doc::Obj(mut a), Doc::Obj(b)) => {
                 for (k, v) in b {
-                    a.insert(k, v);
+                    json_doc::insert(&mut a, k, v);
                 }
-                Ok(Value::Object(a))
+                Ok(Doc::Obj(a))
             }
             _ => Err(Stop::Fallback),
         },
-        (op @ (Math::Add | Math::Sub | Math::Mul), x @ Value::Number(_), y @ Value::Number(_)) => {
+        (op @ (Math::Add | Math::Sub | Math::Mul), x @ Doc::Num(_), y @ Doc::Num(_)) => {
             let (x, y) = (num(x)?, num(y)?);
             let n = match (x, y) {
                 (N::I(a), N::I(b)) => N::I(
@@ -701,18 +737,18 @@ fn arith(op: Math, l: Cow<'_, Value>, r: Cow<'_, Value>) -> Result<Value, Stop> 
     }
 }
 
-fn rank(v: &Value) -> u8 {
+fn rank(v: &Doc<'_>) -> u8 {
     match v {
-        Value::Null => 0,
-        Value::Bool(_) => 1,
-        Value::Number(_) => 2,
-        Value::String(_) => 3,
-        Value::Array(_) => 4,
-        Value::Object(_) => 5,
+        Doc::Null => 0,
+        Doc::Bool(_) => 1,
+        Doc::Num(_) => 2,
+        Doc::Str(_) => 3,
+        Doc::Arr(_) => 4,
+        Doc::Obj(_) => 5,
     }
 }
 
-fn num_cmp(a: &Value, b: &Value) -> Result<Ordering, Stop> {
+fn num_cmp(a: &Doc<'_>, b: &Doc<'_>) -> Result<Ordering, Stop> {
     match (num(a)?, num(b)?) {
         (N::I(x), N::I(y)) => Ok(x.cmp(&y)),
         (x, y) => as_f(x).partial_cmp(&as_f(y)).ok_or(Stop::Fallback),
@@ -720,13 +756,13 @@ fn num_cmp(a: &Value, b: &Value) -> Result<Ordering, Stop> {
 }
 
 /// jq's total order, for the cases modelled exactly (objects are left to jaq).
-fn order(a: &Value, b: &Value) -> Result<Ordering, Stop> {
+fn order(a: &Doc<'_>, b: &Doc<'_>) -> Result<Ordering, Stop> {
     match (a, b) {
-        (Value::Null, Value::Null) => Ok(Ordering::Equal),
-        (Value::Bool(x), Value::Bool(y)) => Ok(x.cmp(y)),
-        (Value::Number(_), Value::Number(_)) => num_cmp(a, b),
-        (Value::String(x), Value::String(y)) => Ok(x.as_bytes().cmp(y.as_bytes())),
-        (Value::Array(x), Value::Array(y)) => {
+        (Doc::Null, Doc::Null) => Ok(Ordering::Equal),
+        (Doc::Bool(x), Doc::Bool(y)) => Ok(x.cmp(y)),
+        (Doc::Num(_), Doc::Num(_)) => num_cmp(a, b),
+        (Doc::Str(x), Doc::Str(y)) => Ok(x.as_bytes().cmp(y.as_bytes())),
+        (Doc::Arr(x), Doc::Arr(y)) => {
             for (p, q) in x.iter().zip(y) {
                 match order(p, q)? {
                     Ordering::Equal => {}
@@ -735,15 +771,15 @@ fn order(a: &Value, b: &Value) -> Result<Ordering, Stop> {
             }
             Ok(x.len().cmp(&y.len()))
         }
-        (Value::Object(_), Value::Object(_)) => Err(Stop::Fallback),
+        (Doc::Obj(_), Doc::Obj(_)) => Err(Stop::Fallback),
         _ => Ok(rank(a).cmp(&rank(b))),
     }
 }
 
-fn equal(a: &Value, b: &Value) -> Result<bool, Stop> {
+fn equal(a: &Doc<'_>, b: &Doc<'_>) -> Result<bool, Stop> {
     Ok(match (a, b) {
-        (Value::Number(_), Value::Number(_)) => num_cmp(a, b)? == Ordering::Equal,
-        (Value::Array(x), Value::Array(y)) => {
+        (Doc::Num(_), Doc::Num(_)) => num_cmp(a, b)? == Ordering::Equal,
+        (Doc::Arr(x), Doc::Arr(y)) => {
             if x.len() != y.len() {
                 return Ok(false);
             }
@@ -754,12 +790,12 @@ fn equal(a: &Value, b: &Value) -> Result<bool, Stop> {
             }
             true
         }
-        (Value::Object(x), Value::Object(y)) => {
+        (Doc::Obj(x), Doc::Obj(y)) => {
             if x.len() != y.len() {
                 return Ok(false);
             }
             for (k, p) in x {
-                match y.get(k) {
+                match member(y, k) {
                     Some(q) if equal(p, q)? => {}
                     _ => return Ok(false),
                 }
@@ -770,7 +806,7 @@ fn equal(a: &Value, b: &Value) -> Result<bool, Stop> {
     })
 }
 
-fn compare(op: Cmp, a: &Value, b: &Value) -> Result<bool, Stop> {
+fn compare(op: Cmp, a: &Doc<'_>, b: &Doc<'_>) -> Result<bool, Stop> {
     Ok(match op {
         Cmp::Eq => equal(a, b)?,
         Cmp::Ne => !equal(a, b)?,
@@ -781,19 +817,7 @@ fn compare(op: Cmp, a: &Value, b: &Value) -> Result<bool, Stop> {
     })
 }
 
-/// Objects up to this size are searched member by member for an equal key, which compares
-/// lengths first: measured cheaper than the key-ordered map's own search, whose comparisons
-/// read the bytes of every key it passes. Bounded, so it stays linear only in a small constant.
-const SCAN_MAX: usize = 8;
-
-/// `m[k]`: the same answer as `Map::get` (keys are unique), found by scanning small objects.
-fn member<'a>(m: &'a Map<String, Value>, k: &str) -> Option<&'a Value> {
-    if m.len() <= SCAN_MAX {
-        m.iter().find(|(key, _)| key.as_str() == k).map(|(_, v)| v)
-    } else {
-        m.get(k)
-    }
-}
+use json_doc::member;
 
 /// Objects are kept in key order, where jq (and jaq) keep insertion order: a constructed
 /// `{b: 1, a: 2}` lists `b` first in jaq and `a` first here. Every object portico reads
@@ -801,7 +825,7 @@ fn member<'a>(m: &'a Map<String, Value>, k: &str) -> Option<&'a Value> {
 /// object built by the program can differ. Iterating an object of two or more members in an
 /// order-sensitive way (`.[]`, `to_entries`, `add`) is therefore left to jaq, whatever the
 /// object's origin (`with_entries` is not order-sensitive: see [`Builtin::WithEntries`]).
-fn order_free(m: &Map<String, Value>) -> Res {
+fn order_free(m: &[(Cow<'_, str>, Doc<'_>)]) -> Res {
     if m.len() > 1 {
         Err(Stop::Fallback)
     } else {
@@ -811,12 +835,12 @@ fn order_free(m: &Map<String, Value>) -> Res {
 
 /// Appends what `tostring` (and string interpolation) gives for `v`, for the values whose
 /// text is unambiguous.
-fn push_text(s: &mut String, v: &Value) -> Res {
+fn push_text(s: &mut String, v: &Doc<'_>) -> Res {
     match v {
-        Value::String(t) => s.push_str(t),
-        Value::Null => s.push_str("null"),
-        Value::Bool(b) => s.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => {
+        Doc::Str(t) => s.push_str(t),
+        Doc::Null => s.push_str("null"),
+        Doc::Bool(b) => s.push_str(if *b { "true" } else { "false" }),
+        Doc::Num(n) => {
             let i = n.as_i64().ok_or(Stop::Fallback)?;
             s.push_str(itoa::Buffer::new().format(i));
         }
@@ -827,10 +851,10 @@ fn push_text(s: &mut String, v: &Value) -> Res {
 
 /// `.k` of `cur`, read in place. Same answers as [`Eval::step`] without `?`: `null` has every
 /// member (null), any other non-object is an error, for jaq.
-fn field<'v>(cur: &'v Value, k: &str) -> Result<&'v Value, Stop> {
+fn field<'v, 'a>(cur: &'v Doc<'a>, k: &str) -> Result<&'v Doc<'a>, Stop> {
     match cur {
-        Value::Object(m) => Ok(member(m, k).unwrap_or(&NULL)),
-        Value::Null => Ok(&NULL),
+        Doc::Obj(m) => Ok(member(m, k).unwrap_or(&NULL)),
+        Doc::Null => Ok(&NULL),
         _ => Err(Stop::Fallback),
     }
 }
@@ -867,36 +891,27 @@ fn single(e: &Expr) -> bool {
 /// its values. Copying it places every key without a search (a key-ordered map compares
 /// each key it inserts with those before it). The values may be computed in any order: each
 /// has exactly one output or the run stops, so the order is never seen.
-fn prototype(entries: &mut [(Key, Expr)]) -> Option<Box<Map<String, Value>>> {
+fn prototype(entries: &mut [(Key, Expr)]) -> bool {
     if entries.iter().any(|(k, _)| k.name().is_none()) {
-        return None;
+        return false;
     }
     // Stable: should keys repeat (no prototype then), the last of them still wins.
     entries.sort_by(|(a, _), (b, _)| a.name().cmp(&b.name()));
-    if entries.windows(2).any(|w| w[0].0.name() == w[1].0.name()) {
-        return None;
-    }
-    // Keys inserted in sorted order: the map iterates in that order whether it is key-ordered
-    // or (should a crate built with portico turn on `preserve_order`) insertion-ordered.
-    let m: Map<String, Value> = entries
-        .iter()
-        .filter_map(|(k, _)| k.name())
-        .map(|k| (k.to_string(), Value::Null))
-        .collect();
-    Some(Box::new(m))
+    !entries.windows(2).any(|w| w[0].0.name() == w[1].0.name())
 }
 
 /// The `{key, value}` object `to_entries` makes of one member.
-fn entry_of(k: &str, v: &Value) -> Value {
-    let mut e = Map::new();
-    e.insert("key".into(), Value::String(k.to_string()));
-    e.insert("value".into(), v.clone());
-    Value::Object(e)
+fn entry_of<'a>(k: &Cow<'a, str>, v: &Doc<'a>) -> Doc<'a> {
+    // In key order: "key" < "value".
+    Doc::Obj(vec![
+        (Cow::Borrowed("key"), Doc::Str(k.clone())),
+        (Cow::Borrowed("value"), v.clone()),
+    ])
 }
 
 /// The one output `run` gives to its output callback; more or none, and jaq decides.
-fn exactly_one(run: impl FnOnce(Out<'_>) -> Res) -> Result<Value, Stop> {
-    let mut got: Option<Value> = None;
+fn exactly_one<'a>(run: impl FnOnce(Out<'_, 'a>) -> Res) -> Result<Doc<'a>, Stop> {
+    let mut got: Option<Doc<'a>> = None;
     run(&mut |v| {
         if got.is_some() {
             return Err(Stop::Fallback);
@@ -909,7 +924,7 @@ fn exactly_one(run: impl FnOnce(Out<'_>) -> Res) -> Result<Value, Stop> {
 
 /// `.[from:to] | tonumber` of ASCII `text` with literal bounds: [`span`]'s range (bounds past
 /// the end are the end, an end before the start is empty), read by [`integer_text`].
-fn sliced_at(from: usize, to: Option<usize>, text: &str) -> Result<Value, Stop> {
+fn sliced_at<'a>(from: usize, to: Option<usize>, text: &str) -> Result<Doc<'a>, Stop> {
     let len = text.len();
     let s = from.min(len);
     let e = to.map_or(len, |t| t.min(len)).max(s);
@@ -917,7 +932,7 @@ fn sliced_at(from: usize, to: Option<usize>, text: &str) -> Result<Value, Stop> 
 }
 
 /// An index that jq reads as a position: a non-negative or negative machine integer.
-fn position(i: &Value, len: usize) -> Result<Option<usize>, Stop> {
+fn position(i: &Doc<'_>, len: usize) -> Result<Option<usize>, Stop> {
     let i = i.as_i64().ok_or(Stop::Fallback)?;
     let len = i64::try_from(len).map_err(|_| Stop::Fallback)?;
     let at = if i < 0 { len + i } else { i };
@@ -926,15 +941,15 @@ fn position(i: &Value, len: usize) -> Result<Option<usize>, Stop> {
 
 /// The range `.[from:to]` takes of `len` items: missing bounds are the ends, and an end before
 /// the start is the start (an empty slice).
-fn span(from: Option<&Value>, to: Option<&Value>, len: usize) -> Result<(usize, usize), Stop> {
+fn span(from: Option<&Doc<'_>>, to: Option<&Doc<'_>>, len: usize) -> Result<(usize, usize), Stop> {
     let s = bound(from, len)?.unwrap_or(0);
     let e = bound(to, len)?.unwrap_or(len);
     Ok((s, e.max(s)))
 }
 
-fn bound(v: Option<&Value>, len: usize) -> Result<Option<usize>, Stop> {
+fn bound(v: Option<&Doc<'_>>, len: usize) -> Result<Option<usize>, Stop> {
     match v {
-        None | Some(Value::Null) => Ok(None),
+        None | Some(Doc::Null) => Ok(None),
         Some(v) => {
             let i = v.as_i64().ok_or(Stop::Fallback)?;
             // Negative bounds count from the end; left to jaq.
@@ -944,9 +959,9 @@ fn bound(v: Option<&Value>, len: usize) -> Result<Option<usize>, Stop> {
     }
 }
 
-impl Eval<'_> {
+impl<'a> Eval<'a> {
     /// Calls `f` with the value of variable `slot`.
-    fn with_var(&self, slot: usize, f: impl FnOnce(&Value) -> Res) -> Res {
+    fn with_var(&self, slot: usize, f: impl FnOnce(&Doc<'a>) -> Res) -> Res {
         match self.globals.get(slot) {
             Some(g) => f(g),
             None => {
@@ -962,14 +977,14 @@ impl Eval<'_> {
     }
 
     /// Exactly one output, else jaq decides (Cartesian products, empty operands).
-    fn one(&self, e: &Expr, input: &Value) -> Result<Value, Stop> {
+    fn one(&self, e: &'a Expr, input: &Doc<'a>) -> Result<Doc<'a>, Stop> {
         self.leaf(e, input).map(Cow::into_owned)
     }
 
     /// [`Eval::val`], with the commonest leaves taken inline: a literal, the input and `.name`
     /// of the input are most of a mapping's nodes, and each would otherwise cost a call.
     #[inline(always)]
-    fn leaf<'a>(&'a self, e: &'a Expr, input: &'a Value) -> Result<Cow<'a, Value>, Stop> {
+    fn leaf<'s>(&'s self, e: &'a Expr, input: &'s Doc<'a>) -> Result<Cow<'s, Doc<'a>>, Stop> {
         match e {
             Expr::Lit(v) => Ok(Cow::Borrowed(v)),
             Expr::Id => Ok(Cow::Borrowed(input)),
@@ -993,7 +1008,7 @@ impl Eval<'_> {
     /// An operand of arithmetic: [`Eval::leaf`], with a sliced number (the digits of a date
     /// in a sum of minutes, say) also read inline.
     #[inline(always)]
-    fn operand<'a>(&'a self, e: &'a Expr, input: &'a Value) -> Result<Cow<'a, Value>, Stop> {
+    fn operand<'s>(&'s self, e: &'a Expr, input: &'s Doc<'a>) -> Result<Cow<'s, Doc<'a>>, Stop> {
         match self.sliced_number(e, input) {
             Some(n) => n.map(Cow::Owned),
             None => self.leaf(e, input),
@@ -1004,8 +1019,8 @@ impl Eval<'_> {
     /// number read from the slice in place. `None` for any other expression or input, which
     /// the general route takes.
     #[inline(always)]
-    fn sliced_number(&self, e: &Expr, input: &Value) -> Option<Result<Value, Stop>> {
-        let Value::String(text) = input else {
+    fn sliced_number(&self, e: &'a Expr, input: &Doc<'a>) -> Option<Result<Doc<'a>, Stop>> {
+        let Doc::Str(text) = input else {
             return None;
         };
         match e {
@@ -1024,19 +1039,19 @@ impl Eval<'_> {
     /// the expressions whose structure gives one output, and borrowed when it is the input, a
     /// literal, a global or a `.name` path into one of them. Every other expression, and every
     /// case this cannot settle, goes through [`Eval::one_each`]: the answers are the same.
-    fn val<'a>(&'a self, e: &'a Expr, input: &'a Value) -> Result<Cow<'a, Value>, Stop> {
+    fn val<'s>(&'s self, e: &'a Expr, input: &'s Doc<'a>) -> Result<Cow<'s, Doc<'a>>, Stop> {
         Ok(match e {
             Expr::Id => Cow::Borrowed(input),
             Expr::Lit(v) => Cow::Borrowed(v),
             // A global, read in place; locals are taken by the general route.
             Expr::Var(slot) => match self.globals.get(*slot) {
-                Some(g) => Cow::Borrowed(*g),
+                Some(g) => Cow::Borrowed(g),
                 None => Cow::Owned(self.one_each(e, input)?),
             },
             Expr::Path(root, steps) => {
                 let base = match **root {
                     Expr::Id => Some(input),
-                    Expr::Var(slot) => self.globals.get(slot).copied(),
+                    Expr::Var(slot) => self.globals.get(slot),
                     _ => None,
                 };
                 match base {
@@ -1057,20 +1072,18 @@ impl Eval<'_> {
                         Seg::Interp(e) => push_text(&mut s, &*self.leaf(e, input)?)?,
                     }
                 }
-                Cow::Owned(Value::String(s))
+                Cow::Owned(Doc::Str(Cow::Owned(s)))
             }
-            Expr::Obj(entries, proto) => {
-                Cow::Owned(self.object(entries, proto.as_deref(), input)?)
-            }
-            Expr::Cmp(op, l, r) => Cow::Owned(Value::Bool(compare(
+            Expr::Obj(entries, sorted) => Cow::Owned(self.object(entries, *sorted, input)?),
+            Expr::Cmp(op, l, r) => Cow::Owned(Doc::Bool(compare(
                 *op,
                 &*self.leaf(l, input)?,
                 &*self.leaf(r, input)?,
             )?)),
-            Expr::And(l, r) => Cow::Owned(Value::Bool(
+            Expr::And(l, r) => Cow::Owned(Doc::Bool(
                 truthy(&*self.leaf(l, input)?) && truthy(&*self.leaf(r, input)?),
             )),
-            Expr::Or(l, r) => Cow::Owned(Value::Bool(
+            Expr::Or(l, r) => Cow::Owned(Doc::Bool(
                 truthy(&*self.leaf(l, input)?) || truthy(&*self.leaf(r, input)?),
             )),
             Expr::If(branches, other) => {
@@ -1103,25 +1116,25 @@ impl Eval<'_> {
     /// jq's `a + b + c ...`: added left to right as [`arith`] does, except that when every
     /// operand is text the sum is written once into a string of its final size (`tostring`
     /// of the input is written straight into it).
-    fn sum<'a>(&'a self, parts: &'a [Expr], input: &'a Value) -> Result<Value, Stop> {
+    fn sum<'s>(&'s self, parts: &'a [Expr], input: &'s Doc<'a>) -> Result<Doc<'a>, Stop> {
         if parts.len() > SUM_MAX {
             return Err(Stop::Fallback);
         }
         // `None`: `tostring` of the input, written in place when every part is text.
-        let mut got: [Option<Cow<'a, Value>>; SUM_MAX] = Default::default();
+        let mut got: [Option<Cow<'s, Doc<'a>>>; SUM_MAX] = Default::default();
         let mut text = true;
         let mut len = 0;
         for (slot, e) in got.iter_mut().zip(parts) {
             if matches!(e, Expr::Call(Builtin::ToString, a) if a.is_empty()) {
                 len += match input {
-                    Value::String(s) => s.len(),
+                    Doc::Str(s) => s.len(),
                     _ => 20,
                 };
                 continue;
             }
             let v = self.leaf(e, input)?;
             match &*v {
-                Value::String(s) => len += s.len(),
+                Doc::Str(s) => len += s.len(),
                 _ => text = false,
             }
             *slot = Some(v);
@@ -1131,21 +1144,21 @@ impl Eval<'_> {
             let mut s = String::with_capacity(len);
             for slot in got.iter() {
                 match slot.as_deref() {
-                    Some(Value::String(t)) => s.push_str(t),
+                    Some(Doc::Str(t)) => s.push_str(t),
                     Some(_) => return Err(Stop::Fallback),
                     None => push_text(&mut s, input)?,
                 }
             }
-            return Ok(Value::String(s));
+            return Ok(Doc::Str(Cow::Owned(s)));
         }
-        let mut acc: Option<Cow<'a, Value>> = None;
+        let mut acc: Option<Cow<'s, Doc<'a>>> = None;
         for slot in got.iter_mut() {
             let next = match slot.take() {
                 Some(v) => v,
                 None => {
                     let mut s = String::new();
                     push_text(&mut s, input)?;
-                    Cow::Owned(Value::String(s))
+                    Cow::Owned(Doc::Str(Cow::Owned(s)))
                 }
             };
             acc = Some(match acc {
@@ -1159,12 +1172,12 @@ impl Eval<'_> {
     /// The path `steps` from `base`: `.name` and slice steps are taken here, read in place up
     /// to the first slice; from the first other step on, the general evaluator takes the rest.
     /// Same answers as [`Eval::step`] without `?`.
-    fn path_val<'a>(
-        &'a self,
-        base: &'a Value,
+    fn path_val<'s>(
+        &'s self,
+        base: &'s Doc<'a>,
         steps: &'a [Step],
-        input: &'a Value,
-    ) -> Result<Cow<'a, Value>, Stop> {
+        input: &'s Doc<'a>,
+    ) -> Result<Cow<'s, Doc<'a>>, Stop> {
         let mut cur = Cow::Borrowed(base);
         for (i, step) in steps.iter().enumerate() {
             cur = match (step, cur) {
@@ -1189,41 +1202,43 @@ impl Eval<'_> {
     }
 
     /// An object construction: keys and values each with exactly one output. With a
-    /// [`prototype`], the map is a copy of it (its keys, already in place) filled in order.
+    /// [`prototype`], the members are pushed in key order, each key borrowed from the program.
     fn object(
         &self,
-        entries: &[(Key, Expr)],
-        proto: Option<&Map<String, Value>>,
-        input: &Value,
-    ) -> Result<Value, Stop> {
-        if let Some(proto) = proto {
-            let mut m = proto.clone();
-            for (slot, (_, v)) in m.values_mut().zip(entries) {
-                *slot = self.one(v, input)?;
+        entries: &'a [(Key, Expr)],
+        sorted: bool,
+        input: &Doc<'a>,
+    ) -> Result<Doc<'a>, Stop> {
+        let mut m: Members<'a> = Vec::with_capacity(entries.len());
+        if sorted {
+            for (k, v) in entries {
+                let Key::Static(k) = k else {
+                    return Err(Stop::Fallback);
+                };
+                m.push((Cow::Borrowed(k.as_str()), self.one(v, input)?));
             }
-            return Ok(Value::Object(m));
+            return Ok(Doc::Obj(m));
         }
-        let mut m = Map::with_capacity(entries.len());
         for (k, v) in entries {
             let key = match k {
-                Key::Static(s) => s.clone(),
+                Key::Static(s) => Cow::Borrowed(s.as_str()),
                 Key::Dynamic(e) => match self.one(e, input)? {
-                    Value::String(s) => s,
+                    Doc::Str(s) => s,
                     _ => return Err(Stop::Fallback),
                 },
             };
-            m.insert(key, self.one(v, input)?);
+            json_doc::insert(&mut m, key, self.one(v, input)?);
         }
-        Ok(Value::Object(m))
+        Ok(Doc::Obj(m))
     }
 
     /// Exactly one output, collected from the general evaluator.
-    fn one_each(&self, e: &Expr, input: &Value) -> Result<Value, Stop> {
+    fn one_each(&self, e: &'a Expr, input: &Doc<'a>) -> Result<Doc<'a>, Stop> {
         exactly_one(|out| self.each(e, input, out))
     }
 
     /// Outputs by reference where the expression is a path into the input or a variable.
-    fn each_ref(&self, e: &Expr, input: &Value, out: OutRef<'_>) -> Res {
+    fn each_ref(&self, e: &'a Expr, input: &Doc<'a>, out: OutRef<'_, 'a>) -> Res {
         match e {
             Expr::Id => out(input),
             Expr::Lit(v) => out(v),
@@ -1247,7 +1262,7 @@ impl Eval<'_> {
         }
     }
 
-    fn steps(&self, cur: &Value, steps: &[Step], orig: &Value, out: OutRef<'_>) -> Res {
+    fn steps(&self, cur: &Doc<'a>, steps: &'a [Step], orig: &Doc<'a>, out: OutRef<'_, 'a>) -> Res {
         let Some((step, rest)) = steps.split_first() else {
             return out(cur);
         };
@@ -1261,31 +1276,31 @@ impl Eval<'_> {
     /// the steps after it, and cases jaq might accept, still hand over to jaq.
     fn step(
         &self,
-        cur: &Value,
-        step: &Step,
+        cur: &Doc<'a>,
+        step: &'a Step,
         opt: bool,
-        rest: &[Step],
-        orig: &Value,
-        out: OutRef<'_>,
+        rest: &'a [Step],
+        orig: &Doc<'a>,
+        out: OutRef<'_, 'a>,
     ) -> Res {
         let miss = || if opt { Ok(()) } else { Err(Stop::Fallback) };
         match step {
             Step::Try(inner) => self.step(cur, inner, true, rest, orig, out),
             Step::Field(k) => match cur {
-                Value::Object(m) => self.steps(member(m, k).unwrap_or(&NULL), rest, orig, out),
-                Value::Null => self.steps(&NULL, rest, orig, out),
+                Doc::Obj(m) => self.steps(member(m, k).unwrap_or(&NULL), rest, orig, out),
+                Doc::Null => self.steps(&NULL, rest, orig, out),
                 _ => miss(),
             },
             Step::Iter => match cur {
-                Value::Array(a) => {
+                Doc::Arr(a) => {
                     for x in a {
                         self.steps(x, rest, orig, out)?;
                     }
                     Ok(())
                 }
-                Value::Object(m) => {
+                Doc::Obj(m) => {
                     order_free(m)?;
-                    for x in m.values() {
+                    for (_, x) in m {
                         self.steps(x, rest, orig, out)?;
                     }
                     Ok(())
@@ -1295,21 +1310,21 @@ impl Eval<'_> {
             Step::Index(i) => {
                 let i = self.leaf(i, orig)?;
                 match (cur, &*i) {
-                    (Value::Null, _) => self.steps(&NULL, rest, orig, out),
-                    (Value::Object(m), Value::String(k)) => {
+                    (Doc::Null, _) => self.steps(&NULL, rest, orig, out),
+                    (Doc::Obj(m), Doc::Str(k)) => {
                         self.steps(member(m, k).unwrap_or(&NULL), rest, orig, out)
                     }
                     // jaq looks any other key up in an object, and finds nothing.
-                    (Value::Object(_), _) => self.steps(&NULL, rest, orig, out),
-                    (Value::Array(a), Value::Number(_)) => {
+                    (Doc::Obj(_), _) => self.steps(&NULL, rest, orig, out),
+                    (Doc::Arr(a), Doc::Num(_)) => {
                         let at = position(&i, a.len())?;
                         self.steps(at.map_or(&NULL, |p| &a[p]), rest, orig, out)
                     }
                     // Certain errors in jaq: scalars have no members, arrays no names.
-                    (Value::Bool(_) | Value::Number(_), _)
-                    | (Value::String(_), Value::Null | Value::Bool(_) | Value::Number(_))
-                    | (Value::String(_), Value::String(_) | Value::Array(_))
-                    | (Value::Array(_), Value::Null | Value::Bool(_) | Value::String(_)) => miss(),
+                    (Doc::Bool(_) | Doc::Num(_), _)
+                    | (Doc::Str(_), Doc::Null | Doc::Bool(_) | Doc::Num(_))
+                    | (Doc::Str(_), Doc::Str(_) | Doc::Arr(_))
+                    | (Doc::Arr(_), Doc::Null | Doc::Bool(_) | Doc::Str(_)) => miss(),
                     _ => Err(Stop::Fallback),
                 }
             }
@@ -1323,35 +1338,35 @@ impl Eval<'_> {
     /// `cur[from:to]`; `None` when `cur` cannot be sliced (an error in jaq).
     fn slice(
         &self,
-        cur: &Value,
-        from: Option<&Expr>,
-        to: Option<&Expr>,
-        orig: &Value,
-    ) -> Result<Option<Value>, Stop> {
+        cur: &Doc<'a>,
+        from: Option<&'a Expr>,
+        to: Option<&'a Expr>,
+        orig: &Doc<'a>,
+    ) -> Result<Option<Doc<'a>>, Stop> {
         let from = from.map(|e| self.leaf(e, orig)).transpose()?;
         let to = to.map(|e| self.leaf(e, orig)).transpose()?;
         let (from, to) = (from.as_deref(), to.as_deref());
         Ok(Some(match cur {
-            Value::Array(a) => {
+            Doc::Arr(a) => {
                 let (s, e) = span(from, to, a.len())?;
-                Value::Array(a.get(s..e).unwrap_or_default().to_vec())
+                Doc::Arr(a.get(s..e).unwrap_or_default().to_vec())
             }
             // ASCII text: characters are bytes, so the slice is a byte range.
-            Value::String(text) if text.is_ascii() => {
+            Doc::Str(text) if text.is_ascii() => {
                 let (s, e) = span(from, to, text.len())?;
-                Value::String(text.get(s..e).unwrap_or_default().to_owned())
+                Doc::Str(Cow::Owned(text.get(s..e).unwrap_or_default().to_owned()))
             }
-            Value::String(text) => {
+            Doc::Str(text) => {
                 let (s, e) = span(from, to, text.chars().count())?;
-                Value::String(text.chars().skip(s).take(e - s).collect())
+                Doc::Str(text.chars().skip(s).take(e - s).collect())
             }
-            Value::Null | Value::Bool(_) | Value::Number(_) | Value::Object(_) => {
+            Doc::Null | Doc::Bool(_) | Doc::Num(_) | Doc::Obj(_) => {
                 return Ok(None);
             }
         }))
     }
 
-    fn each(&self, e: &Expr, input: &Value, out: Out<'_>) -> Res {
+    fn each(&self, e: &'a Expr, input: &Doc<'a>, out: Out<'_, 'a>) -> Res {
         match e {
             Expr::Id => out(input.clone()),
             Expr::Empty => Ok(()),
@@ -1366,14 +1381,14 @@ impl Eval<'_> {
             | Expr::Cmp(..)
             | Expr::And(..)
             | Expr::Or(..) => out(self.leaf(e, input)?.into_owned()),
-            Expr::Arr(None) => out(Value::Array(Vec::new())),
+            Expr::Arr(None) => out(Doc::Arr(Vec::new())),
             Expr::Arr(Some(inner)) => {
                 let mut items = Vec::new();
                 self.each(inner, input, &mut |v| {
                     items.push(v);
                     Ok(())
                 })?;
-                out(Value::Array(items))
+                out(Doc::Arr(items))
             }
             Expr::Neg(inner) => {
                 let n = match num(&*self.leaf(inner, input)?)? {
@@ -1439,14 +1454,14 @@ impl Eval<'_> {
 
     /// The truth of an `if` condition (exactly one output, else jaq decides).
     /// A comparison is decided in place, without the boolean value it would make.
-    fn holds(&self, cond: &Expr, input: &Value) -> Result<bool, Stop> {
+    fn holds(&self, cond: &'a Expr, input: &Doc<'a>) -> Result<bool, Stop> {
         if let Expr::Cmp(op, l, r) = cond {
             return compare(*op, &*self.leaf(l, input)?, &*self.leaf(r, input)?);
         }
         Ok(truthy(&*self.leaf(cond, input)?))
     }
 
-    fn each_path(&self, e: &Expr, input: &Value, out: Out<'_>) -> Res {
+    fn each_path(&self, e: &'a Expr, input: &Doc<'a>, out: Out<'_, 'a>) -> Res {
         if is_ref_path(e) {
             return self.each_ref(e, input, &mut |v| out(v.clone()));
         }
@@ -1458,98 +1473,95 @@ impl Eval<'_> {
         }
     }
 
-    fn builtin(&self, f: Builtin, args: &[Expr], input: &Value, out: Out<'_>) -> Res {
+    fn builtin(&self, f: Builtin, args: &'a [Expr], input: &Doc<'a>, out: Out<'_, 'a>) -> Res {
         out(self.builtin1(f, args, input)?)
     }
 
     /// A builtin's one output (every modelled builtin has exactly one, or stops).
-    fn builtin1(&self, f: Builtin, args: &[Expr], input: &Value) -> Result<Value, Stop> {
-        let arg = |i: usize| -> Result<Value, Stop> {
+    fn builtin1(&self, f: Builtin, args: &'a [Expr], input: &Doc<'a>) -> Result<Doc<'a>, Stop> {
+        let arg = |i: usize| -> Result<Doc<'a>, Stop> {
             self.one(args.get(i).ok_or(Stop::Fallback)?, input)
         };
-        let text = |v: &Value| -> Result<String, Stop> {
+        let text = |v: &Doc<'a>| -> Result<Cow<'a, str>, Stop> {
             match v {
-                Value::String(s) => Ok(s.clone()),
+                Doc::Str(s) => Ok(s.clone()),
                 _ => Err(Stop::Fallback),
             }
         };
         let v = match f {
             Builtin::Length => match input {
-                Value::Null => Value::from(0),
-                Value::String(s) => Value::from(s.chars().count()),
-                Value::Array(a) => Value::from(a.len()),
-                Value::Object(m) => Value::from(m.len()),
-                Value::Number(_) => match num(input)? {
-                    N::I(i) => Value::from(i.checked_abs().ok_or(Stop::Fallback)?),
+                Doc::Null => Doc::from(0i64),
+                Doc::Str(s) => Doc::from(s.chars().count()),
+                Doc::Arr(a) => Doc::from(a.len()),
+                Doc::Obj(m) => Doc::from(m.len()),
+                Doc::Num(_) => match num(input)? {
+                    N::I(i) => Doc::from(i.checked_abs().ok_or(Stop::Fallback)?),
                     N::F(f) => from_n(N::F(f.abs()))?,
                 },
-                Value::Bool(_) => return Err(Stop::Fallback),
+                Doc::Bool(_) => return Err(Stop::Fallback),
             },
-            Builtin::ToString => {
-                let mut s = String::new();
-                push_text(&mut s, input)?;
-                Value::String(s)
-            }
+            Builtin::ToString => match input {
+                Doc::Str(s) => Doc::Str(s.clone()),
+                _ => {
+                    let mut s = String::new();
+                    push_text(&mut s, input)?;
+                    Doc::Str(Cow::Owned(s))
+                }
+            },
             Builtin::ToNumber => match input {
-                Value::Number(_) => input.clone(),
-                Value::String(s) => integer_text(s)?,
+                Doc::Num(_) => input.clone(),
+                Doc::Str(s) => integer_text(s)?,
                 _ => return Err(Stop::Fallback),
             },
-            Builtin::Type => Value::String(
-                match input {
-                    Value::Null => "null",
-                    Value::Bool(_) => "boolean",
-                    Value::Number(_) => "number",
-                    Value::String(_) => "string",
-                    Value::Array(_) => "array",
-                    Value::Object(_) => "object",
-                }
-                .into(),
-            ),
+            Builtin::Type => Doc::Str(Cow::Borrowed(match input {
+                Doc::Null => "null",
+                Doc::Bool(_) => "boolean",
+                Doc::Num(_) => "number",
+                Doc::Str(_) => "string",
+                Doc::Arr(_) => "array",
+                Doc::Obj(_) => "object",
+            })),
             Builtin::Keys => match input {
-                Value::Object(m) => {
-                    let mut keys: Vec<&String> = m.keys().collect();
-                    keys.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
-                    Value::Array(keys.into_iter().map(|k| Value::String(k.clone())).collect())
-                }
-                Value::Array(a) => Value::Array((0..a.len()).map(Value::from).collect()),
+                // Members are in key order already (byte order, as `keys` sorts).
+                Doc::Obj(m) => Doc::Arr(m.iter().map(|(k, _)| Doc::Str(k.clone())).collect()),
+                Doc::Arr(a) => Doc::Arr((0..a.len()).map(Doc::from).collect()),
                 _ => return Err(Stop::Fallback),
             },
             Builtin::Add => {
-                let items: Vec<Value> = match input {
-                    Value::Array(a) => a.clone(),
-                    Value::Object(m) => {
+                let items: Vec<Doc<'a>> = match input {
+                    Doc::Arr(a) => a.clone(),
+                    Doc::Obj(m) => {
                         order_free(m)?;
-                        m.values().cloned().collect()
+                        m.iter().map(|(_, v)| v.clone()).collect()
                     }
                     _ => return Err(Stop::Fallback),
                 };
-                let mut acc = Value::Null;
+                let mut acc = Doc::Null;
                 for x in items {
                     acc = arith(Math::Add, Cow::Owned(acc), Cow::Owned(x))?;
                 }
                 acc
             }
-            Builtin::AsciiDowncase => Value::String(text(input)?.to_ascii_lowercase()),
-            Builtin::AsciiUpcase => Value::String(text(input)?.to_ascii_uppercase()),
+            Builtin::AsciiDowncase => Doc::Str(Cow::Owned(text(input)?.to_ascii_lowercase())),
+            Builtin::AsciiUpcase => Doc::Str(Cow::Owned(text(input)?.to_ascii_uppercase())),
             Builtin::Split => {
                 let (s, sep) = (text(input)?, text(&arg(0)?)?);
                 if sep.is_empty() {
                     return Err(Stop::Fallback);
                 }
                 if s.is_empty() {
-                    Value::Array(Vec::new())
+                    Doc::Arr(Vec::new())
                 } else {
-                    Value::Array(
-                        s.split(sep.as_str())
-                            .map(|p| Value::String(p.to_string()))
+                    Doc::Arr(
+                        s.split(sep.as_ref())
+                            .map(|p| Doc::Str(Cow::Owned(p.to_string())))
                             .collect(),
                     )
                 }
             }
             Builtin::Join => {
                 let sep = text(&arg(0)?)?;
-                let Value::Array(items) = input else {
+                let Doc::Arr(items) = input else {
                     return Err(Stop::Fallback);
                 };
                 let mut s = String::new();
@@ -1559,77 +1571,78 @@ impl Eval<'_> {
                     }
                     push_text(&mut s, x)?;
                 }
-                Value::String(s)
+                Doc::Str(Cow::Owned(s))
             }
-            Builtin::StartsWith => Value::Bool(text(input)?.starts_with(&text(&arg(0)?)?)),
-            Builtin::EndsWith => Value::Bool(text(input)?.ends_with(&text(&arg(0)?)?)),
+            Builtin::StartsWith => Doc::Bool(text(input)?.starts_with(text(&arg(0)?)?.as_ref())),
+            Builtin::EndsWith => Doc::Bool(text(input)?.ends_with(text(&arg(0)?)?.as_ref())),
             Builtin::LtrimStr | Builtin::RtrimStr => {
                 let fix = arg(0)?;
                 match (input, &fix) {
-                    (Value::String(s), Value::String(p)) => {
+                    (Doc::Str(s), Doc::Str(p)) => {
                         let cut = if f == Builtin::LtrimStr {
-                            s.strip_prefix(p.as_str())
+                            s.strip_prefix(p.as_ref())
                         } else {
-                            s.strip_suffix(p.as_str())
+                            s.strip_suffix(p.as_ref())
                         };
-                        Value::String(cut.unwrap_or(s).to_string())
+                        Doc::Str(Cow::Owned(cut.unwrap_or(s).to_string()))
                     }
                     _ => return Err(Stop::Fallback),
                 }
             }
             Builtin::Has => match (input, &arg(0)?) {
-                (Value::Object(m), Value::String(k)) => Value::Bool(m.contains_key(k)),
-                (Value::Array(a), i @ Value::Number(_)) => {
+                (Doc::Obj(m), Doc::Str(k)) => Doc::Bool(member(m, k).is_some()),
+                (Doc::Arr(a), i @ Doc::Num(_)) => {
                     let i = i.as_i64().filter(|i| *i >= 0).ok_or(Stop::Fallback)?;
-                    Value::Bool((i as u64) < a.len() as u64)
+                    Doc::Bool((i as u64) < a.len() as u64)
                 }
                 _ => return Err(Stop::Fallback),
             },
             Builtin::ToEntries => match input {
-                Value::Object(m) if order_free(m).is_ok() => {
-                    Value::Array(m.iter().map(|(k, v)| entry_of(k, v)).collect())
+                Doc::Obj(m) if order_free(m).is_ok() => {
+                    Doc::Arr(m.iter().map(|(k, v)| entry_of(k, v)).collect())
                 }
                 _ => return Err(Stop::Fallback),
             },
             Builtin::FromEntries => {
-                let Value::Array(items) = input else {
+                let Doc::Arr(items) = input else {
                     return Err(Stop::Fallback);
                 };
-                let mut m = Map::with_capacity(items.len());
+                let mut m: Members<'a> = Vec::with_capacity(items.len());
                 for item in items {
-                    let Value::Object(e) = item else {
+                    let Doc::Obj(e) = item else {
                         return Err(Stop::Fallback);
                     };
-                    let Some(Value::String(k)) = e.get("key") else {
+                    let Some(Doc::Str(k)) = member(e, "key") else {
                         return Err(Stop::Fallback);
                     };
-                    m.insert(k.clone(), e.get("value").cloned().unwrap_or(Value::Null));
+                    let value = member(e, "value").cloned().unwrap_or(Doc::Null);
+                    json_doc::insert(&mut m, k.clone(), value);
                 }
-                Value::Object(m)
+                Doc::Obj(m)
             }
             Builtin::WithEntries => {
-                let (Value::Object(m), Some(f)) = (input, args.first()) else {
+                let (Doc::Obj(m), Some(f)) = (input, args.first()) else {
                     return Err(Stop::Fallback);
                 };
-                let mut built = Map::new();
+                let mut built: Members<'a> = Vec::new();
                 for (k, v) in m {
                     self.each(f, &entry_of(k, v), &mut |r| {
-                        let Value::Object(mut r) = r else {
+                        let Doc::Obj(mut r) = r else {
                             return Err(Stop::Fallback);
                         };
-                        let Some(Value::String(key)) = r.remove("key") else {
+                        let Some(Doc::Str(key)) = json_doc::remove(&mut r, "key") else {
                             return Err(Stop::Fallback);
                         };
-                        let value = r.remove("value").unwrap_or(Value::Null);
+                        let value = json_doc::remove(&mut r, "value").unwrap_or(Doc::Null);
                         // Two entries with one key: which wins depends on the order jaq
                         // iterates in (insertion order), which a key-ordered map has lost.
-                        match built.insert(key, value) {
+                        match json_doc::insert(&mut built, key, value) {
                             None => Ok(()),
                             Some(_) => Err(Stop::Fallback),
                         }
                     })?;
                 }
-                Value::Object(built)
+                Doc::Obj(built)
             }
             Builtin::Error => return Err(Stop::Fallback),
         };
@@ -1641,7 +1654,7 @@ impl Eval<'_> {
 /// as jaq reads them; not a negative zero, nor a negative with a leading zero, which jaq reads
 /// as 0), the strings whose `tonumber` is a machine integer unambiguously, is read here in one
 /// pass (18 digits cannot overflow); anything else by jaq.
-fn integer_text(s: &str) -> Result<Value, Stop> {
+fn integer_text<'a>(s: &str) -> Result<Doc<'a>, Stop> {
     let (neg, digits) = match s.as_bytes() {
         [b'-', rest @ ..] => (true, rest),
         all => (false, all),
@@ -1656,7 +1669,7 @@ fn integer_text(s: &str) -> Result<Value, Stop> {
         }
         n = n * 10 + i64::from(c - b'0');
     }
-    Ok(Value::from(if neg { -n } else { n }))
+    Ok(Doc::from(if neg { -n } else { n }))
 }
 
 fn is_ref_path(e: &Expr) -> bool {

@@ -5,6 +5,7 @@ use super::content::{self, ContentRule};
 use super::transform::Vars3;
 use crate::binding::Rule;
 use crate::config::Tool;
+use crate::json_doc::Doc;
 use crate::model::{Call, Failure, FailureKind, Outcome};
 use bytes::Bytes;
 use http::HeaderMap;
@@ -100,6 +101,33 @@ fn is_problem(headers: &HeaderMap) -> bool {
         })
 }
 
+/// A backend body as read: in place for the tool's programs, or as a tree.
+enum Body<'b> {
+    Doc(Doc<'b>),
+    Tree(Value),
+}
+
+impl Body<'_> {
+    fn run(
+        &self,
+        t: &super::transform::Transform,
+        narrow: bool,
+        vars: Vars3<'_>,
+    ) -> Result<Option<Value>, super::transform::RunError> {
+        match self {
+            Body::Doc(d) => t.run_doc(d, narrow, vars),
+            Body::Tree(v) => t.run_read(v, narrow, vars),
+        }
+    }
+
+    fn into_value(self) -> Value {
+        match self {
+            Body::Doc(d) => d.into_value(),
+            Body::Tree(v) => v,
+        }
+    }
+}
+
 /// Interprets a backend answer.
 pub fn outcome(tool: &Tool, call: &Call, resp: RestResponse) -> Outcome {
     let status = resp.status;
@@ -109,13 +137,23 @@ pub fn outcome(tool: &Tool, call: &Call, resp: RestResponse) -> Outcome {
         status,
         meta: &meta,
     };
-    // `narrow`: the reader met no integer past i64 in the body, so `Transform::run_read`
-    // looks for one only in the globals.
-    let (parsed, narrow): (Result<Value, String>, bool) =
+    let rule = tool.rule_for(status);
+    // A body the tool's programs read is read in place (its strings stay slices of it); one
+    // that goes on unchanged (no programs, or an error status) is read as a tree at once.
+    // `narrow`: the reader met no integer past i64 in it, so a program's answer is looked at
+    // for one only when a global holds one.
+    let in_place = matches!(rule.rule, Rule::Success)
+        && (tool.result.is_some() || tool.business_messages.is_some());
+    let (parsed, narrow): (Result<Body<'_>, String>, bool) =
         if resp.body.iter().all(u8::is_ascii_whitespace) {
-            (Ok(Value::Null), true)
+            (Ok(Body::Tree(Value::Null)), true)
         } else {
-            match crate::json_text::from_slice_narrow(&resp.body) {
+            let read = if in_place {
+                crate::json_text::read_borrowed(&resp.body).map(|(d, n)| (Body::Doc(d), n))
+            } else {
+                crate::json_text::from_slice_narrow(&resp.body).map(|(v, n)| (Body::Tree(v), n))
+            };
+            match read {
                 Ok((value, narrow)) => (Ok(value), narrow),
                 Err(e) => {
                     let kind = if is_json(&resp.headers) {
@@ -128,7 +166,6 @@ pub fn outcome(tool: &Tool, call: &Call, resp: RestResponse) -> Outcome {
                 }
             }
         };
-    let rule = tool.rule_for(status);
     let mapping_failure = |e: String| {
         Outcome::Failure(Failure {
             status: Some(status),
@@ -147,7 +184,7 @@ pub fn outcome(tool: &Tool, call: &Call, resp: RestResponse) -> Outcome {
                 }
             };
             if let Some(t) = &tool.business_messages {
-                match t.run_read(&body, narrow, vars) {
+                match body.run(t, narrow, vars) {
                     Ok(Some(Value::Array(messages))) if !messages.is_empty() => {
                         return Outcome::Business {
                             body: Map::new(),
@@ -167,15 +204,16 @@ pub fn outcome(tool: &Tool, call: &Call, resp: RestResponse) -> Outcome {
                 }
             }
             let payload = match &tool.result {
-                Some(t) => match t.run_read(&body, narrow, vars) {
+                Some(t) => match body.run(t, narrow, vars) {
                     Ok(v) => v.unwrap_or(Value::Null),
                     Err(e) => return mapping_failure(e.to_string()),
                 },
-                None => body,
+                None => body.into_value(),
             };
             Outcome::Success { body: payload }
         }
         other => {
+            let parsed = parsed.map(Body::into_value);
             let body = parsed.clone().unwrap_or(Value::Null);
             let content = rule
                 .content_from

@@ -5,10 +5,12 @@
 //! (rename, nest, map over arrays, defaults with `//`, conditionals) in one line, and jaq is a
 //! safe, pure-Rust implementation that compiles filters ahead of time.
 
+use crate::json_doc::Doc;
 use jaq_core::load::{Arena, File, Loader};
 use jaq_core::{Compiler, Ctx, Native, Vars, data::JustLut, unwrap_valr};
 use jaq_json::{Map, Num, Rc, Val};
 use serde_json::Value;
+use std::borrow::Cow;
 use std::fmt;
 
 type CompiledFilter = jaq_core::compile::Filter<Native<JustLut<Val>>>;
@@ -234,34 +236,72 @@ impl Transform {
         narrow: bool,
         vars: Vars3<'_>,
     ) -> Result<Option<Value>, RunError> {
-        if let Some(native) = &self.native {
-            let status = Value::from(vars.status);
-            // jaq reads an integer past i64::MAX as a float; a native answer that carries one
-            // exact is not jaq's, so jaq answers (found by the `transform` fuzz target). The
-            // native evaluator makes no such integer itself (its literals, arithmetic and
-            // `tonumber` stay within i64 or are floats), so an answer can only carry one
-            // copied from the input or a global: with neither holding one, it has none.
-            let may_copy_wide =
-                !narrow || has_wide_integer(vars.args) || has_wide_integer(vars.meta);
-            if let Ok(out) = native.run(input, [vars.args, &status, vars.meta])
-                && !(may_copy_wide && out.as_ref().is_some_and(has_wide_integer))
-            {
-                if *CROSSCHECK {
-                    let reference = self.run_jaq(input, vars);
-                    if reference.as_ref().ok() != Some(&out) {
-                        tracing::error!(transform = %self.source, "the native jq evaluator disagrees with jaq");
-                        return Err(RunError {
-                            source_text: self.source.clone(),
-                            message: format!(
-                                "native evaluator answered {out:?}, jaq answered {reference:?}"
-                            ),
-                        });
-                    }
-                }
-                return Ok(out);
-            }
+        if self.native.is_some()
+            && let Some(out) = self.native_answer(&Doc::from_value(input), narrow, vars, || {
+                Cow::Borrowed(input)
+            })?
+        {
+            return Ok(out);
         }
         self.run_jaq(input, vars)
+    }
+
+    /// [`Transform::run_read`] on a [`Doc`] (a backend body read in place by
+    /// [`crate::json_text::read_borrowed`]): the same answer as on the `serde_json` value it
+    /// stands for. jaq, when it must answer, gets that value.
+    pub fn run_doc(
+        &self,
+        input: &Doc<'_>,
+        narrow: bool,
+        vars: Vars3<'_>,
+    ) -> Result<Option<Value>, RunError> {
+        if self.native.is_some()
+            && let Some(out) =
+                self.native_answer(input, narrow, vars, || Cow::Owned(input.to_value()))?
+        {
+            return Ok(out);
+        }
+        self.run_jaq(&input.to_value(), vars)
+    }
+
+    /// The native evaluator's answer, when it gives one that is jaq's (`None`: jaq must
+    /// answer). `value` is the input as a `serde_json` value, asked for only by the crosscheck.
+    fn native_answer<'v>(
+        &self,
+        input: &Doc<'_>,
+        narrow: bool,
+        vars: Vars3<'_>,
+        value: impl FnOnce() -> Cow<'v, Value>,
+    ) -> Result<Option<Option<Value>>, RunError> {
+        let Some(native) = &self.native else {
+            return Ok(None);
+        };
+        let status = Value::from(vars.status);
+        // jaq reads an integer past i64::MAX as a float; a native answer that carries one
+        // exact is not jaq's, so jaq answers (found by the `transform` fuzz target). The
+        // native evaluator makes no such integer itself (its literals, arithmetic and
+        // `tonumber` stay within i64 or are floats), so an answer can only carry one
+        // copied from the input or a global: with neither holding one, it has none.
+        let may_copy_wide = !narrow || has_wide_integer(vars.args) || has_wide_integer(vars.meta);
+        let Ok(out) = native.run_doc(input, [vars.args, &status, vars.meta]) else {
+            return Ok(None);
+        };
+        if may_copy_wide && out.as_ref().is_some_and(has_wide_integer) {
+            return Ok(None);
+        }
+        if *CROSSCHECK {
+            let reference = self.run_jaq(&value(), vars);
+            if reference.as_ref().ok() != Some(&out) {
+                tracing::error!(transform = %self.source, "the native jq evaluator disagrees with jaq");
+                return Err(RunError {
+                    source_text: self.source.clone(),
+                    message: format!(
+                        "native evaluator answered {out:?}, jaq answered {reference:?}"
+                    ),
+                });
+            }
+        }
+        Ok(Some(out))
     }
 
     /// Runs the program with jaq only (the reference the native evaluator is tested against).
