@@ -1,5 +1,9 @@
-//! The native evaluator for the jq subset mappings use, run directly on `serde_json` values.
+//! The native evaluator for the jq subset mappings use, run on borrowed `json_doc::Doc`s.
 //! It never guesses: programs outside the subset, and runs it cannot finish exactly, go to jaq.
+//!
+//! A backend body read in place (`json_text::read_borrowed`) is evaluated without a copy:
+//! strings taken from it stay slices of it until the answer becomes a `serde_json` value, once,
+//! at the end; a built object's keys borrow from the program.
 //!
 //! The subset: paths (with `?`), object and array construction, literals, `if`, `select`, `//`,
 //! arithmetic, string helpers, non-recursive `def`s. A run that meets anything not modelled
@@ -886,11 +890,10 @@ fn single(e: &Expr) -> bool {
     }
 }
 
-/// An object construction's keys with null values, when every key is static and none
-/// repeats; the entries are sorted by key, the map's own order, so they map one to one onto
-/// its values. Copying it places every key without a search (a key-ordered map compares
-/// each key it inserts with those before it). The values may be computed in any order: each
-/// has exactly one output or the run stops, so the order is never seen.
+/// Whether an object construction's keys are all static with none repeated; if so, its
+/// entries are sorted by key, an object's own order, so the object is built by pushing each
+/// member in turn, without a search. The values may then be computed in any order: each has
+/// exactly one output or the run stops, so the order is never seen.
 fn prototype(entries: &mut [(Key, Expr)]) -> bool {
     if entries.iter().any(|(k, _)| k.name().is_none()) {
         return false;
