@@ -11,7 +11,7 @@ use std::sync::LazyLock;
 
 use libfuzzer_sys::fuzz_target;
 use portico::translate::transform::{Transform, Vars3};
-use serde_json::{Value, json};
+use serde_json::json;
 
 const EXTRA: &[&str] = &[
     ".",
