@@ -156,22 +156,6 @@ impl<'a> Doc<'a> {
         }
     }
 
-    /// The value with every borrowed string copied: it outlives the text it was read from.
-    pub fn into_static(self) -> Doc<'static> {
-        match self {
-            Doc::Null => Doc::Null,
-            Doc::Bool(b) => Doc::Bool(b),
-            Doc::Num(n) => Doc::Num(n),
-            Doc::Str(s) => Doc::Str(Cow::Owned(s.into_owned())),
-            Doc::Arr(a) => Doc::Arr(a.into_iter().map(Doc::into_static).collect()),
-            Doc::Obj(m) => Doc::Obj(
-                m.into_iter()
-                    .map(|(k, v)| (Cow::Owned(k.into_owned()), v.into_static()))
-                    .collect(),
-            ),
-        }
-    }
-
     pub fn as_str(&self) -> Option<&str> {
         match self {
             Doc::Str(s) => Some(s),
@@ -186,25 +170,11 @@ impl<'a> Doc<'a> {
         }
     }
 
-    pub fn is_object(&self) -> bool {
-        matches!(self, Doc::Obj(_))
-    }
-
     /// Member `k` of an object; `None` for a missing member or a value that is no object.
     pub fn get(&self, k: &str) -> Option<&Doc<'a>> {
         match self {
             Doc::Obj(m) => member(m, k),
             _ => None,
-        }
-    }
-
-    /// Does the value hold an integer that is neither an i64 nor a float (past `i64::MAX`)?
-    pub fn has_wide_integer(&self) -> bool {
-        match self {
-            Doc::Num(n) => n.as_i64().is_none() && !n.is_f64(),
-            Doc::Arr(a) => a.iter().any(Doc::has_wide_integer),
-            Doc::Obj(m) => m.iter().any(|(_, v)| v.has_wide_integer()),
-            _ => false,
         }
     }
 }
@@ -221,13 +191,8 @@ impl From<usize> for Doc<'_> {
     }
 }
 
-impl From<bool> for Doc<'_> {
-    fn from(b: bool) -> Self {
-        Doc::Bool(b)
-    }
-}
-
-/// Key-sorted members as a `serde_json` map, built in one pass from the sorted list.
+/// Key-sorted members as a `serde_json` map (`BTreeMap::from_iter`, whose sort of an
+/// already sorted list is one linear check).
 fn into_map(m: Members<'_>) -> Map<String, Value> {
     m.into_iter()
         .map(|(k, v)| (k.into_owned(), v.into_value()))
@@ -245,7 +210,6 @@ mod tests {
         assert_eq!(Doc::from_value(&v).into_value(), v);
         assert_eq!(Doc::from_value(&v).to_value(), v);
         assert_eq!(Doc::from_owned(v.clone()).into_value(), v);
-        assert_eq!(Doc::from_value(&v).into_static().into_value(), v);
     }
 
     #[test]

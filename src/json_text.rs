@@ -929,7 +929,14 @@ mod tests {
         assert!(matches!(&doc, Doc::Num(n) if n.as_f64() == Some(0.0) && n.is_f64()));
         let (doc, narrow) = borrowed(r#"{"a":[1,{"b":10000000000854346115}]}"#);
         assert!(!narrow);
-        assert!(doc.has_wide_integer());
+        let wide = doc
+            .get("a")
+            .and_then(|a| match a {
+                Doc::Arr(items) => items.get(1),
+                _ => None,
+            })
+            .and_then(|o| o.get("b"));
+        assert!(matches!(wide, Some(Doc::Num(n)) if n.as_i64().is_none() && !n.is_f64()));
         for t in [
             "18446744073709551615",
             "18446744073709551616",

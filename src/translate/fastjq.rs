@@ -10,7 +10,7 @@
 //! exactly (any error, a multi-output operand, an odd number) stops with [`Stop::Fallback`] so
 //! the caller runs jaq, the reference, instead.
 
-use crate::json_doc::{self, Doc, Members};
+use crate::json_doc::{self, Doc, Members, member};
 use jaq_core::load::lex::StrPart;
 use jaq_core::load::parse::{BinaryOp, Def, Pattern, Term};
 use jaq_core::ops::{Cmp, Math};
@@ -245,7 +245,7 @@ impl Program {
 
     /// Runs the program on `input` with the global variables in [`GLOBALS`] order; returns
     /// the first output (or `None`), or `Stop::Fallback` when jaq must decide.
-    /// The globals are read in place, never copied.
+    /// The globals' strings are borrowed, never copied.
     pub fn run(&self, input: &Value, globals: [&Value; 3]) -> Result<Option<Value>, Stop> {
         self.run_doc(&Doc::from_value(input), globals)
     }
@@ -260,16 +260,11 @@ impl Program {
         let locals = self.slots.saturating_sub(GLOBALS.len());
         // Unbound slots share one `null`; a binding replaces its slot's Rc, never mutates it.
         let null = Rc::new(Doc::Null);
-        let [g0, g1, g2] = globals;
-        let global = |i: usize, v: &'g Value| {
-            if self.uses.get(i).copied().unwrap_or(true) {
-                Doc::from_value(v)
-            } else {
-                Doc::Null
-            }
-        };
+        // Only the globals the program names are converted; the others stay `null`.
+        let ([args, status, meta], [ua, us, um]) = (globals, self.uses);
+        let named = |used: bool, v: &'g Value| if used { Doc::from_value(v) } else { Doc::Null };
         let ev = Eval {
-            globals: [global(0, g0), global(1, g1), global(2, g2)],
+            globals: [named(ua, args), named(us, status), named(um, meta)],
             locals: RefCell::new((0..locals).map(|_| Rc::clone(&null)).collect()),
         };
         let mut first = None;
@@ -627,7 +622,8 @@ fn number_literal(n: &str) -> Option<Doc<'static>> {
 
 static NULL: Doc<'static> = Doc::Null;
 
-/// Run-time state: the globals (slots `0..GLOBALS.len()`) borrowed from the caller, and the
+/// Run-time state: the globals (slots `0..GLOBALS.len()`), their strings borrowed from the
+/// caller's values (a global the program never names is `null`), and the
 /// `as $x` bindings (the slots after them).
 struct Eval<'g> {
     globals: [Doc<'g>; 3],
@@ -820,8 +816,6 @@ fn compare(op: Cmp, a: &Doc<'_>, b: &Doc<'_>) -> Result<bool, Stop> {
         Cmp::Ge => order(a, b)? != Ordering::Less,
     })
 }
-
-use json_doc::member;
 
 /// Objects are kept in key order, where jq (and jaq) keep insertion order: a constructed
 /// `{b: 1, a: 2}` lists `b` first in jaq and `a` first here. Every object portico reads

@@ -255,9 +255,8 @@ impl Transform {
         narrow: bool,
         vars: Vars3<'_>,
     ) -> Result<Option<Value>, RunError> {
-        if self.native.is_some()
-            && let Some(out) =
-                self.native_answer(input, narrow, vars, || Cow::Owned(input.to_value()))?
+        if let Some(out) =
+            self.native_answer(input, narrow, vars, || Cow::Owned(input.to_value()))?
         {
             return Ok(out);
         }
