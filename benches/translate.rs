@@ -114,28 +114,41 @@ fn bench(c: &mut Criterion) {
         })
     });
     let call = forward::prepare(&availability, args.clone()).ok().unwrap();
+    let availability_answer = || RestResponse {
+        status: 200,
+        headers: headers.clone(),
+        body: body.clone().into(),
+    };
+    // The hot path (`translate::answer`) and the tree path it stands in for.
     c.bench_function(
         "usp_availability_query: response -> result (8 slots)",
         |b| {
             b.iter(|| {
-                let resp = RestResponse {
-                    status: 200,
-                    headers: headers.clone(),
-                    body: body.clone().into(),
-                };
-                black_box(forward::translate_response(&availability, &call, resp))
+                black_box(forward::translate_response(
+                    &availability,
+                    &call,
+                    availability_answer(),
+                ))
+            })
+        },
+    );
+    c.bench_function(
+        "usp_availability_query: response -> result (8 slots), tree path",
+        |b| {
+            b.iter(|| {
+                black_box(forward::translate_response_tree(
+                    &availability,
+                    &call,
+                    availability_answer(),
+                ))
             })
         },
     );
 
     // Writing the answer: portico's writer against serde_json's (the same bytes; a test checks).
-    let resp = RestResponse {
-        status: 200,
-        headers: headers.clone(),
-        body: body.clone().into(),
-    };
+    let resp = availability_answer();
     if let portico::binding::Reply::Result(answer) =
-        forward::translate_response(&availability, &call, resp)
+        forward::translate_response_tree(&availability, &call, resp)
     {
         c.bench_function("usp_availability_query: answer JSON text, json_text", |b| {
             b.iter(|| black_box(portico::json_text::to_vec(black_box(&answer))))
@@ -245,13 +258,9 @@ fn bench(c: &mut Criterion) {
     c.bench_function("jq identity on the same body", |b| {
         b.iter(|| black_box(identity.run(black_box(&body_json), vars).unwrap()))
     });
-    let resp = RestResponse {
-        status: 200,
-        headers: headers.clone(),
-        body: body.clone().into(),
-    };
+    let resp = availability_answer();
     let portico::binding::Reply::Result(result) =
-        forward::translate_response(&availability, &call, resp)
+        forward::translate_response_tree(&availability, &call, resp)
     else {
         panic!()
     };

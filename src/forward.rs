@@ -51,8 +51,8 @@ pub async fn call_tool(gateway: &Gateway, name: &str, arguments: Option<Value>) 
         .instrument(span.clone())
         .await;
     let (outcome, code) = match &reply {
-        Reply::Result(r) if r.get("isError") == Some(&Value::Bool(true)) => ("tool_error", 0),
-        Reply::Result(_) => ("ok", 0),
+        r if r.is_tool_error() => ("tool_error", 0),
+        Reply::Result(_) | Reply::Written(_) => ("ok", 0),
         Reply::Error(e) => ("error", e.code),
     };
     let took = started.elapsed();
@@ -139,6 +139,8 @@ async fn run(tool: &Tool, args: Value) -> Reply {
     crate::auth::issue(tool, &grant, &mut reply).await;
     crate::vrp::attach(tool, &call.args, &mut reply);
     if let Some(leader) = leader {
+        // The store keeps results as values.
+        reply.materialize();
         leader.finish(&reply, keep).await;
     }
     reply
@@ -195,9 +197,16 @@ pub fn prepare(tool: &Tool, args: Value) -> Result<Call, Reply> {
     })
 }
 
-/// The pure half of the return path: backend answer -> outcome -> protocol reply (envelope,
-/// output-schema check, summary). No I/O; benchmarked on its own.
-pub fn translate_response(tool: &Tool, call: &Call, resp: response::RestResponse) -> Reply {
+/// The backend exchange of a prepared call, outside the rest of [`call_tool`] (no
+/// authorization, no idempotency): for tests and benchmarks of the return path.
+pub async fn exchange(tool: &Tool, call: &Call) -> Result<response::RestResponse, Failure> {
+    let req = request::build(tool, call)?;
+    backend_call(tool, req, call.meta.idempotency_key.is_some()).await
+}
+
+/// [`translate_response`] always through `serde_json` trees (the path the hot path,
+/// `translate::answer`, must answer exactly as): for tests and benchmarks.
+pub fn translate_response_tree(tool: &Tool, call: &Call, resp: response::RestResponse) -> Reply {
     if let Some(rule) = &tool.content
         && let Some(blocks) = response::content_blocks(tool, rule, call, &resp)
     {
@@ -207,6 +216,18 @@ pub fn translate_response(tool: &Tool, call: &Call, resp: response::RestResponse
         };
     }
     reply_for(tool, call, response::outcome(tool, call, resp))
+}
+
+/// The pure half of the return path: backend answer -> outcome -> protocol reply (envelope,
+/// output-schema check, summary). No I/O; benchmarked on its own. A success the hot path
+/// models is written without trees (`translate::answer`); everything else goes through them.
+pub fn translate_response(tool: &Tool, call: &Call, resp: response::RestResponse) -> Reply {
+    if tool.content.is_none()
+        && let Some(reply) = crate::translate::answer::written(tool, call, &resp)
+    {
+        return reply;
+    }
+    translate_response_tree(tool, call, resp)
 }
 
 fn reply_for(tool: &Tool, call: &Call, outcome: Outcome) -> Reply {

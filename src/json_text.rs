@@ -53,21 +53,59 @@ pub fn write(value: &Value, out: &mut Vec<u8>) {
             }
             out.push(b']');
         }
-        Value::Object(map) => {
-            out.push(b'{');
-            let mut first = true;
-            for (key, item) in map {
-                if !first {
+        Value::Object(map) => write_map(map, out),
+    }
+}
+
+/// Appends the JSON text of the object `map` to `out`.
+pub fn write_map(map: &Map<String, Value>, out: &mut Vec<u8>) {
+    write_object(map.iter(), write, out);
+}
+
+/// Appends an object of `members` (in the order given), each value written by `value`.
+fn write_object<'m, K: AsRef<str> + 'm, V: 'm>(
+    members: impl Iterator<Item = (&'m K, &'m V)>,
+    value: fn(&V, &mut Vec<u8>),
+    out: &mut Vec<u8>,
+) {
+    out.push(b'{');
+    for (i, (key, item)) in members.enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_str(key.as_ref(), out);
+        out.push(b':');
+        value(item, out);
+    }
+    out.push(b'}');
+}
+
+/// Appends the JSON text of `doc` to `out`: the text [`write`] gives for its value (members
+/// are already in key order, each key once).
+pub fn write_doc(doc: &Doc<'_>, out: &mut Vec<u8>) {
+    match doc {
+        Doc::Null => out.extend_from_slice(b"null"),
+        Doc::Bool(true) => out.extend_from_slice(b"true"),
+        Doc::Bool(false) => out.extend_from_slice(b"false"),
+        Doc::Num(n) => write_number(n, out),
+        Doc::Str(s) => write_str(s, out),
+        Doc::Arr(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
                     out.push(b',');
                 }
-                first = false;
-                write_str(key, out);
-                out.push(b':');
-                write(item, out);
+                write_doc(item, out);
             }
-            out.push(b'}');
+            out.push(b']');
         }
+        Doc::Obj(members) => write_object(members.iter().map(|(k, v)| (k, v)), write_doc, out),
     }
+}
+
+/// Appends `s` as a JSON string.
+pub fn write_string(s: &str, out: &mut Vec<u8>) {
+    write_str(s, out);
 }
 
 fn write_number(n: &serde_json::Number, out: &mut Vec<u8>) {
@@ -1059,6 +1097,15 @@ mod tests {
         #[test]
         fn any_value_is_written_as_serde_json_writes_it(v in value()) {
             prop_assert_eq!(to_vec(&v), serde_json::to_vec(&v).unwrap_or_default());
+        }
+
+        #[test]
+        fn any_doc_is_written_as_its_value_is(text in varied_text()) {
+            if let Ok((doc, _)) = read_borrowed(text.as_bytes()) {
+                let mut out = Vec::new();
+                write_doc(&doc, &mut out);
+                prop_assert_eq!(out, to_vec(&doc.to_value()));
+            }
         }
 
         #[test]

@@ -363,6 +363,7 @@ pub fn attach(tool: &crate::config::Tool, arguments: &Value, reply: &mut crate::
     let Some(pointer) = cfg.tools.get(&tool.name) else {
         return;
     };
+    reply.materialize();
     let crate::binding::Reply::Result(Value::Object(result)) = reply else {
         return;
     };

@@ -132,6 +132,7 @@ fn every_status_maps_to_exactly_one_outcome_per_binding() {
                             assert!(r["content"].is_array(), "{status}");
                         }
                         Reply::Error(e) => panic!("plain {status} became a JSON-RPC error {e:?}"),
+                        Reply::Written(w) => panic!("a failure was written as a success {w:?}"),
                     }
                     checked += 1;
                     continue;
@@ -153,6 +154,7 @@ fn every_status_maps_to_exactly_one_outcome_per_binding() {
                         e.code == portico::binding::HTTP_PROBLEM || e.code == -32603,
                         "{status}: {e:?}"
                     ),
+                    Reply::Written(w) => panic!("a failure was written as a success {w:?}"),
                 }
             } else if matches!(rule, Rule::Error(_)) {
                 let f = Failure::new(FailureKind::UpstreamError, "x").with_code(slug.clone());
@@ -165,6 +167,7 @@ fn every_status_maps_to_exactly_one_outcome_per_binding() {
                         }
                     }
                     Reply::Result(r) => panic!("{kind:?} {status} rendered a result {r}"),
+                    Reply::Written(w) => panic!("{kind:?} {status} wrote a result {w:?}"),
                 }
             }
             checked += 1;
@@ -392,6 +395,9 @@ fn check_reply(reply: &Reply, what: &str) -> Result<(), TestCaseError> {
         Reply::Error(e) => {
             prop_assert!(!e.message.is_empty(), "{what}: empty message {e:?}");
         }
+        Reply::Written(w) => {
+            prop_assert!(false, "{what}: a written reply was not materialized: {w:?}");
+        }
         Reply::Result(r) => {
             let content = r.get("content").and_then(Value::as_array);
             prop_assert!(content.is_some(), "{what}: result without content: {r}");
@@ -457,7 +463,23 @@ fn the_forward_path_never_panics_and_always_answers() {
                 headers,
                 body: body.into(),
             };
-            let reply = forward::translate_response(tool, &call, resp);
+            // The hot path (no trees) answers exactly as the tree path, value and bytes.
+            let tree = forward::translate_response_tree(tool, &call, resp.clone());
+            let mut reply = forward::translate_response(tool, &call, resp);
+            if let (Reply::Written(w), Reply::Result(t)) = (&reply, &tree) {
+                let mut bytes = Vec::new();
+                w.write(&mut bytes);
+                let expected = portico::json_text::to_vec(t);
+                prop_assert_eq!(
+                    String::from_utf8_lossy(&bytes),
+                    String::from_utf8_lossy(&expected),
+                    "{} HTTP {}",
+                    tool.name,
+                    status
+                );
+            }
+            reply.materialize();
+            prop_assert_eq!(&reply, &tree, "{} HTTP {}", tool.name, status);
             check_reply(&reply, &format!("{} HTTP {status}", tool.name))?;
             if !(200..300).contains(&status) && status != 404 {
                 // A backend failure is never reported as a plain success.

@@ -777,6 +777,7 @@ pub async fn issue(tool: &Tool, grant: &Grant, reply: &mut Reply) {
     if !policy.accepts(Mechanism::BookingScopedCredential) {
         return;
     }
+    reply.materialize();
     let Reply::Result(result) = reply else {
         return;
     };

@@ -5,9 +5,11 @@
 pub mod autonym;
 pub mod rest;
 
+use crate::json_doc::{self, Doc};
 use crate::model::{Failure, FailureKind, Meta, Outcome};
 use http::{HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 
 /// The protocol a business speaks over MCP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,7 +152,80 @@ pub struct RpcError {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
     Result(Value),
+    /// A successful result already written as text (`translate::answer`, the hot path): the
+    /// same result as the `Result` it stands for ([`Written::to_value`]).
+    Written(Written),
     Error(RpcError),
+}
+
+impl Reply {
+    /// Turns a [`Reply::Written`] into the [`Reply::Result`] it stands for, for the few
+    /// places that change or inspect a result (credentials, VRP attestations, the
+    /// idempotency store).
+    pub fn materialize(&mut self) {
+        if let Reply::Written(w) = self {
+            *self = Reply::Result(w.to_value());
+        }
+    }
+
+    /// Whether this is a result with `isError: true`.
+    pub fn is_tool_error(&self) -> bool {
+        matches!(self, Reply::Result(r) if r.get("isError") == Some(&Value::Bool(true)))
+    }
+}
+
+/// A successful `CallToolResult` whose `content` and `structuredContent` are JSON text, written
+/// without a `serde_json` tree; `_meta` stays a map so the MCP layer can add to it. Never an
+/// error result (`isError` is absent).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Written {
+    pub meta: Map<String, Value>,
+    /// The JSON text of `content` (UTF-8, as `json_text` writes).
+    pub content: Vec<u8>,
+    /// The JSON text of `structuredContent`, when there is one.
+    pub structured: Option<Vec<u8>>,
+    /// Carries the 2026-07-28 `resultType: "complete"`.
+    pub complete: bool,
+}
+
+impl Written {
+    /// Appends the result object's JSON text: what `json_text::write` gives for
+    /// [`Written::to_value`] (members in key order).
+    pub fn write(&self, out: &mut Vec<u8>) {
+        out.push(b'{');
+        if !self.meta.is_empty() {
+            out.extend_from_slice(b"\"_meta\":");
+            crate::json_text::write_map(&self.meta, out);
+            out.push(b',');
+        }
+        out.extend_from_slice(b"\"content\":");
+        out.extend_from_slice(&self.content);
+        if self.complete {
+            out.extend_from_slice(b",\"resultType\":\"complete\"");
+        }
+        if let Some(s) = &self.structured {
+            out.extend_from_slice(b",\"structuredContent\":");
+            out.extend_from_slice(s);
+        }
+        out.push(b'}');
+    }
+
+    /// The result as a value (its texts read back).
+    pub fn to_value(&self) -> Value {
+        let read = |text: &[u8]| crate::json_text::from_slice(text).unwrap_or(Value::Null);
+        let mut r = Map::new();
+        if !self.meta.is_empty() {
+            r.insert("_meta".into(), Value::Object(self.meta.clone()));
+        }
+        r.insert("content".into(), read(&self.content));
+        if self.complete {
+            r.insert("resultType".into(), Value::String("complete".into()));
+        }
+        if let Some(s) = &self.structured {
+            r.insert("structuredContent".into(), read(s));
+        }
+        Value::Object(r)
+    }
 }
 
 /// Per-business binding values, from the mapping's `protocol:` section.
@@ -515,6 +590,46 @@ impl Binding {
             r.insert("_meta".into(), json!({ "usp": { "correlation_id": c } }));
         }
         Reply::Result(Value::Object(r))
+    }
+
+    /// The envelope member (`usp` or `ucp`) of a tool's successful results, which depends only
+    /// on the binding and the tool's capability: built once, when the tool is compiled.
+    pub fn success_envelope(&self, capability: Option<&str>) -> Option<(String, Value)> {
+        let ctx = ToolCtx {
+            capability,
+            ..ToolCtx::default()
+        };
+        matches!(self.kind, Kind::Usp | Kind::Ucp).then(|| self.envelope_meta(&ctx, false))
+    }
+
+    /// [`Binding::render`]'s `structuredContent` for a successful answer that is a [`Doc`]
+    /// (`translate::answer`): the same envelope, built on the document. `envelope` is the
+    /// tool's [`Binding::success_envelope`]; `None` for a USP or UCP binding without one.
+    pub fn structured_doc<'a>(
+        &self,
+        body: Doc<'a>,
+        envelope: Option<&'a (String, Value)>,
+    ) -> Option<Option<Doc<'a>>> {
+        match self.kind {
+            Kind::Plain | Kind::Autonym => Some(match body {
+                Doc::Obj(_) => Some(body),
+                Doc::Null => None,
+                other => Some(Doc::Obj(vec![(Cow::Borrowed("result"), other)])),
+            }),
+            Kind::Usp | Kind::Ucp => {
+                let (key, env) = envelope?;
+                let mut out = match body {
+                    Doc::Obj(m) => m,
+                    _ => Vec::new(),
+                };
+                out.retain(|(k, _)| k != "usp" && k != "ucp");
+                json_doc::insert(&mut out, Cow::Borrowed(key), Doc::from_value(env));
+                if self.kind == Kind::Usp && json_doc::member(&out, "messages").is_none() {
+                    json_doc::insert(&mut out, Cow::Borrowed("messages"), Doc::Arr(Vec::new()));
+                }
+                Some(Some(Doc::Obj(out)))
+            }
+        }
     }
 
     fn render_success(&self, body: Value, ctx: &ToolCtx<'_>) -> Reply {

@@ -130,6 +130,12 @@ pub struct Tool {
     pub descriptor: Descriptor,
     pub input_validator: jsonschema::Validator,
     pub output_validator: Option<jsonschema::Validator>,
+    /// The same output schema for the native check of the hot path (`translate::answer`);
+    /// `output_validator` stays the authority.
+    pub output_check: Option<crate::translate::doc_schema::DocSchema>,
+    /// The `usp`/`ucp` member of the tool's successful results (USP and UCP bindings), built
+    /// once for the hot path (`translate::answer`).
+    pub envelope: Option<(String, Value)>,
     pub method: Method,
     pub path: PathTemplate,
     pub query: Vec<(String, Transform)>,
@@ -1489,6 +1495,9 @@ fn compile_tool(
     let output_validator = output_schema
         .as_ref()
         .and_then(|s| compile_schema(s, "output", diags));
+    let output_check = output_schema
+        .as_ref()
+        .map(crate::translate::doc_schema::DocSchema::compile);
 
     let description = ts
         .description
@@ -1556,6 +1565,7 @@ fn compile_tool(
         descriptor: descriptor?,
         input_validator: input_validator?,
         output_validator,
+        output_check,
         method: http_method?,
         path: template?,
         query,
@@ -1565,6 +1575,7 @@ fn compile_tool(
         business_messages,
         summary,
         outcomes,
+        envelope: business.binding.success_envelope(ts.capability.as_deref()),
         capability: ts.capability.clone(),
         idempotency_required,
         timeout,

@@ -64,6 +64,8 @@ pub struct Core {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Answer {
     Result(Value),
+    /// A tool result written as text on the hot path (`crate::binding::Written`).
+    Written(crate::binding::Written),
     Error {
         code: i64,
         message: String,
@@ -77,6 +79,7 @@ impl Answer {
     pub fn into_message(self, id: &Value) -> Value {
         match self {
             Answer::Result(r) => super::jsonrpc::result(id, r),
+            Answer::Written(w) => super::jsonrpc::result(id, w.to_value()),
             // An HTTP-only answer framed as JSON-RPC (an SSE reply already started): -32603.
             Answer::Error {
                 code: crate::binding::HTTP_PROBLEM,
@@ -221,6 +224,16 @@ fn modern_result(info: &ServerInfo, mut result: Value, cacheable: bool) -> Value
     result
 }
 
+/// [`modern_result`] on a tool result written on the hot path (never cacheable).
+fn modern_written(info: &ServerInfo, mut w: crate::binding::Written) -> crate::binding::Written {
+    w.complete = true;
+    w.meta.insert(
+        "io.modelcontextprotocol/serverInfo".into(),
+        server_info_json(info),
+    );
+    w
+}
+
 /// autonym resources depend on the caller's grant: their lists are `cacheScope: "private"`.
 fn grant_dependent(gateway: &Gateway, answer: Answer) -> Answer {
     match answer {
@@ -255,6 +268,7 @@ pub async fn handle_with(
     let modern = matches!(era, Era::Modern(_));
     let finish = |a: Answer, cacheable: bool| match (a, modern) {
         (Answer::Result(r), true) => Answer::Result(modern_result(&core.info, r, cacheable)),
+        (Answer::Written(w), true) => Answer::Written(modern_written(&core.info, w)),
         (a, _) => a,
     };
     match method {
@@ -335,6 +349,7 @@ pub async fn handle_with(
             };
             match super::notify::observed_call(&gateway, name, arguments, notifier).await {
                 Reply::Result(r) => finish(Answer::Result(r), false),
+                Reply::Written(w) => finish(Answer::Written(w), false),
                 Reply::Error(e) => Answer::Error {
                     code: e.code,
                     message: e.message,
@@ -500,6 +515,25 @@ mod tests {
         assert_eq!(negotiate(Some("2025-06-18")), "2025-06-18");
         assert_eq!(negotiate(Some("2024-11-05")), "2025-11-25");
         assert_eq!(negotiate(None), "2025-11-25");
+    }
+
+    #[test]
+    fn written_results_become_modern_as_their_values_do() {
+        let info = ServerInfo::default();
+        for meta in [json!({}), json!({"usp": {"correlation_id": "c-1"}})] {
+            let w = crate::binding::Written {
+                meta: meta.as_object().cloned().unwrap_or_default(),
+                content: br#"[{"text":"Found 1 \"slot\".","type":"text"}]"#.to_vec(),
+                structured: Some(br#"{"messages":[],"slots":[1]}"#.to_vec()),
+                complete: false,
+            };
+            let tree = modern_result(&info, w.to_value(), false);
+            let written = modern_written(&info, w);
+            assert_eq!(written.to_value(), tree);
+            let mut bytes = Vec::new();
+            written.write(&mut bytes);
+            assert_eq!(bytes, crate::json_text::to_vec(&tree));
+        }
     }
 
     #[test]

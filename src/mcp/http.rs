@@ -206,15 +206,60 @@ thread_local! {
 /// `prefix`, the JSON text of `value`, then `suffix`, in a buffer sized from the answers
 /// before it (growing a 256-byte buffer to a 2 KiB answer copied it three times).
 fn answer_bytes(prefix: &[u8], value: &Value, suffix: &[u8]) -> Vec<u8> {
+    answer_with(prefix, |out| crate::json_text::write(value, out), suffix)
+}
+
+/// [`answer_bytes`] with the JSON written by `write`.
+fn answer_with(prefix: &[u8], write: impl FnOnce(&mut Vec<u8>), suffix: &[u8]) -> Vec<u8> {
     let room = ANSWER_ROOM.with(std::cell::Cell::get);
     let mut out = Vec::with_capacity(room);
     out.extend_from_slice(prefix);
-    crate::json_text::write(value, &mut out);
+    write(&mut out);
     out.extend_from_slice(suffix);
     // Follows larger answers at once and smaller ones slowly; bounded either way.
     let next = out.len().max(room - room / 8).clamp(256, 64 * 1024);
     ANSWER_ROOM.with(|r| r.set(next));
     out
+}
+
+/// The HTTP answer to a request whose result was written on the hot path: the bytes
+/// [`json_response`] or [`sse_frame`] would send for the JSON-RPC response it stands for.
+fn written_response(
+    id: &Value,
+    w: &crate::binding::Written,
+    json_ok: bool,
+    sse_ok: bool,
+    extra: Option<(&'static str, String)>,
+) -> Response<Body> {
+    let write = |out: &mut Vec<u8>| {
+        out.extend_from_slice(b"{\"id\":");
+        crate::json_text::write(id, out);
+        out.extend_from_slice(b",\"jsonrpc\":\"2.0\",\"result\":");
+        w.write(out);
+        out.push(b'}');
+    };
+    let mut r = if json_ok || !sse_ok {
+        let mut r = Response::new(full(answer_with(b"", write, b"")));
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        r
+    } else {
+        let mut r = Response::new(full(Bytes::from(answer_with(
+            b"event: message\ndata: ",
+            write,
+            b"\n\n",
+        ))));
+        sse_headers(&mut r);
+        r
+    };
+    if let Some((name, value)) = extra
+        && let Ok(v) = HeaderValue::from_str(&value)
+    {
+        r.headers_mut().insert(name, v);
+    }
+    r
 }
 
 fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
@@ -775,8 +820,17 @@ impl Server {
         {
             return problem_response(*http_status, problem);
         }
+        let answer = match answer {
+            Answer::Written(w) if crate::auth::transport::response_signer().is_none() => {
+                return written_response(id, &w, json_ok, sse_ok, extra);
+            }
+            // A signed answer is signed over the value it stands for.
+            Answer::Written(w) => Answer::Result(w.to_value()),
+            a => a,
+        };
         let (status, body) = match answer {
             Answer::Result(r) => (StatusCode::OK, jsonrpc::result(id, r)),
+            Answer::Written(w) => (StatusCode::OK, jsonrpc::result(id, w.to_value())),
             Answer::Error {
                 code,
                 message,

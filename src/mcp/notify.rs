@@ -324,7 +324,7 @@ pub async fn observed_call(
                 json!({ "event": "tool error", "tool": name, "detail": text }),
             );
         }
-        Reply::Result(_) => {}
+        Reply::Result(_) | Reply::Written(_) => {}
         Reply::Error(e) => n.log(
             Level::ERROR,
             json!({ "event": "tools/call failed", "tool": name, "code": e.code, "message": e.message }),
@@ -332,7 +332,7 @@ pub async fn observed_call(
     }
     let outcome = match &reply {
         Reply::Result(r) if r.get("isError") == Some(&Value::Bool(true)) => "tool_error",
-        Reply::Result(_) => "ok",
+        Reply::Result(_) | Reply::Written(_) => "ok",
         Reply::Error(_) => "error",
     };
     n.log(

@@ -253,7 +253,7 @@ fn upstream_counter(business: &str, tool: &str, status: String) -> Counter {
 pub fn tool_call(tool: &Tool, outcome: &'static str, reply: &Reply, took: Duration) -> u16 {
     let status = match reply {
         Reply::Error(e) => e.http_status.unwrap_or(200),
-        Reply::Result(_) => 200,
+        Reply::Result(_) | Reply::Written(_) => 200,
     };
     let h = tool.metrics.get(&tool.business.name, &tool.name);
     match (outcome, status) {

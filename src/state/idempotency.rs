@@ -43,6 +43,7 @@ return 1
 pub(crate) fn reply_json(reply: &Reply) -> Value {
     match reply {
         Reply::Result(r) => json!({ "result": r }),
+        Reply::Written(w) => json!({ "result": w.to_value() }),
         Reply::Error(e) => json!({ "error": {
             "code": e.code, "message": e.message, "data": e.data, "http_status": e.http_status,
         }}),

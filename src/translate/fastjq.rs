@@ -252,19 +252,36 @@ impl Program {
 
     /// [`Program::run`] on a [`Doc`] (a backend body read in place, say): the same answer
     /// for the same value. Only the globals the program names are looked at.
-    pub fn run_doc<'g>(
-        &self,
-        input: &Doc<'_>,
-        globals: [&'g Value; 3],
-    ) -> Result<Option<Value>, Stop> {
+    pub fn run_doc(&self, input: &Doc<'_>, globals: [&Value; 3]) -> Result<Option<Value>, Stop> {
+        let [args, status, meta] = globals;
+        let status = match status {
+            Value::Number(n) => Doc::Num(n.clone()),
+            other => Doc::from_owned(other.clone()),
+        };
+        self.run_docs(input, [args, meta], status)
+            .map(|out| out.map(Doc::into_value))
+    }
+
+    /// [`Program::run_doc`] answering a [`Doc`] that borrows from the input, the program and
+    /// the globals (`args`, `meta`; `$status` is `status`): nothing is converted.
+    pub fn run_docs<'a>(
+        &'a self,
+        input: &Doc<'a>,
+        globals: [&'a Value; 2],
+        status: Doc<'static>,
+    ) -> Result<Option<Doc<'a>>, Stop> {
         let locals = self.slots.saturating_sub(GLOBALS.len());
         // Unbound slots share one `null`; a binding replaces its slot's Rc, never mutates it.
         let null = Rc::new(Doc::Null);
         // Only the globals the program names are converted; the others stay `null`.
-        let ([args, status, meta], [ua, us, um]) = (globals, self.uses);
-        let named = |used: bool, v: &'g Value| if used { Doc::from_value(v) } else { Doc::Null };
+        let ([args, meta], [ua, us, um]) = (globals, self.uses);
+        let named = |used: bool, v: &'a Value| if used { Doc::from_value(v) } else { Doc::Null };
         let ev = Eval {
-            globals: [named(ua, args), named(us, status), named(um, meta)],
+            globals: [
+                named(ua, args),
+                if us { status } else { Doc::Null },
+                named(um, meta),
+            ],
             locals: RefCell::new((0..locals).map(|_| Rc::clone(&null)).collect()),
         };
         let mut first = None;
@@ -273,7 +290,7 @@ impl Program {
             Err(Stop::Done)
         });
         match r {
-            Ok(()) | Err(Stop::Done) => Ok(first.map(Doc::into_value)),
+            Ok(()) | Err(Stop::Done) => Ok(first),
             Err(Stop::Fallback) => Err(Stop::Fallback),
         }
     }

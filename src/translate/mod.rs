@@ -1,7 +1,9 @@
 //! Translation between the neutral model and REST: `Call` -> HTTP request, HTTP answer -> `Outcome`.
 //! Pure functions over compiled configuration; they never perform I/O themselves.
 
+pub mod answer;
 pub mod content;
+pub mod doc_schema;
 pub mod fastjq;
 pub mod path;
 pub mod request;

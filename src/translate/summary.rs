@@ -1,6 +1,7 @@
 //! Tool summaries over `structuredContent` and the arguments, seen in place (MiniJinja or native).
 //! It never changes what it reads or converts it up front, nor renders what MiniJinja would not.
 
+use crate::json_doc::Doc;
 use minijinja::value::{Enumerator, Object, ObjectRepr, Value as Jv};
 use serde_json::Value;
 use std::sync::Arc;
@@ -178,11 +179,25 @@ impl Summary {
 pub fn render(s: &Summary, content: &mut Value, args: &Value) -> Result<String, minijinja::Error> {
     if let Some(plan) = &s.plan {
         let mut out = String::new();
-        if plan.render(content, args, &mut out).is_some() {
+        if plan
+            .render(Content::Tree(content), args, &mut out)
+            .is_some()
+        {
             return Ok(out);
         }
     }
     render_minijinja(&s.env, content, args)
+}
+
+/// [`render`]'s text for `content` seen as a [`Doc`], from the native plan; `None` when the
+/// summary has none or it meets a value it does not model (then [`render`] must answer, on the
+/// content as a tree, with MiniJinja's text or error).
+pub fn render_doc(s: &Summary, content: &Doc<'_>, args: &Value) -> Option<String> {
+    let mut out = String::new();
+    s.plan
+        .as_ref()?
+        .render(Content::Doc(content), args, &mut out)?;
+    Some(out)
 }
 
 /// Renders with MiniJinja.
@@ -256,7 +271,7 @@ impl Plan {
     }
 
     /// Appends the rendered text; `None` when a value is outside what it models.
-    fn render(&self, content: &Value, args: &Value, out: &mut String) -> Option<()> {
+    fn render(&self, content: Content<'_>, args: &Value, out: &mut String) -> Option<()> {
         nodes(&self.0, content, args, out)
     }
 }
@@ -354,22 +369,80 @@ fn path_of(p: &str) -> Option<Vec<Seg>> {
     Some(steps)
 }
 
-/// The value at `path`: `args` is the arguments, any other first name a member of the content
-/// (as the template's top level sees them). `None` for anything undefined.
-fn lookup<'a>(path: &[Seg], content: &'a Value, args: &'a Value) -> Option<&'a Value> {
-    let (first, rest) = path.split_first()?;
-    let mut cur = match first {
-        Seg::Key(k) if &**k == "args" => args,
-        Seg::Key(k) => content.as_object()?.get(&**k)?,
-        Seg::Index(_) => return None,
-    };
-    for step in rest {
+/// The structured content a plan reads: a tree, or a [`Doc`].
+#[derive(Clone, Copy)]
+enum Content<'c> {
+    Tree(&'c Value),
+    Doc(&'c Doc<'c>),
+}
+
+/// What a plan needs of the value it reached.
+enum Leaf<'x> {
+    Null,
+    Bool(bool),
+    Num(&'x serde_json::Number),
+    Str(&'x str),
+    /// An array or an object, with its length.
+    Container(usize),
+}
+
+fn leaf_of(v: &Value) -> Leaf<'_> {
+    match v {
+        Value::Null => Leaf::Null,
+        Value::Bool(b) => Leaf::Bool(*b),
+        Value::Number(n) => Leaf::Num(n),
+        Value::String(s) => Leaf::Str(s),
+        Value::Array(a) => Leaf::Container(a.len()),
+        Value::Object(m) => Leaf::Container(m.len()),
+    }
+}
+
+fn doc_leaf_of<'x>(v: &'x Doc<'_>) -> Leaf<'x> {
+    match v {
+        Doc::Null => Leaf::Null,
+        Doc::Bool(b) => Leaf::Bool(*b),
+        Doc::Num(n) => Leaf::Num(n),
+        Doc::Str(s) => Leaf::Str(s),
+        Doc::Arr(a) => Leaf::Container(a.len()),
+        Doc::Obj(m) => Leaf::Container(m.len()),
+    }
+}
+
+/// The value at `steps` under `v`.
+fn walk<'a>(mut cur: &'a Value, steps: &[Seg]) -> Option<&'a Value> {
+    for step in steps {
         cur = match step {
             Seg::Key(k) => cur.as_object()?.get(&**k)?,
             Seg::Index(i) => cur.as_array()?.get(*i)?,
         };
     }
     Some(cur)
+}
+
+/// [`walk`] in a [`Doc`].
+fn walk_doc<'a, 'd>(mut cur: &'a Doc<'d>, steps: &[Seg]) -> Option<&'a Doc<'d>> {
+    for step in steps {
+        cur = match (step, cur) {
+            (Seg::Key(k), Doc::Obj(m)) => crate::json_doc::member(m, k)?,
+            (Seg::Index(i), Doc::Arr(a)) => a.get(*i)?,
+            _ => return None,
+        };
+    }
+    Some(cur)
+}
+
+/// The value at `path`: `args` is the arguments, any other first name a member of the content
+/// (as the template's top level sees them). `None` for anything undefined.
+fn lookup<'a>(path: &[Seg], content: Content<'a>, args: &'a Value) -> Option<Leaf<'a>> {
+    let (first, rest) = path.split_first()?;
+    match (first, content) {
+        (Seg::Key(k), _) if &**k == "args" => walk(args, rest).map(leaf_of),
+        (Seg::Key(k), Content::Tree(c)) => walk(c.as_object()?.get(&**k)?, rest).map(leaf_of),
+        (Seg::Key(k), Content::Doc(Doc::Obj(m))) => {
+            walk_doc(crate::json_doc::member(m, k)?, rest).map(doc_leaf_of)
+        }
+        _ => None,
+    }
 }
 
 /// An integer's value; `None` for a float, which MiniJinja prints and tests its own way.
@@ -379,33 +452,31 @@ fn integer(n: &serde_json::Number) -> Option<i128> {
         .or_else(|| n.as_u64().map(i128::from))
 }
 
-fn nodes(list: &[Node], content: &Value, args: &Value, out: &mut String) -> Option<()> {
+fn nodes(list: &[Node], content: Content<'_>, args: &Value, out: &mut String) -> Option<()> {
     for node in list {
         match node {
             Node::Text(t) => out.push_str(t),
             Node::Print(path, length) => {
                 let v = lookup(path, content, args)?;
                 let n = match (v, length) {
-                    (Value::String(s), false) => {
+                    (Leaf::Str(s), false) => {
                         out.push_str(s);
                         continue;
                     }
-                    (Value::Number(n), false) => integer(n)?,
-                    (Value::String(s), true) => s.chars().count() as i128,
-                    (Value::Array(a), true) => a.len() as i128,
-                    (Value::Object(m), true) => m.len() as i128,
+                    (Leaf::Num(n), false) => integer(n)?,
+                    (Leaf::Str(s), true) => s.chars().count() as i128,
+                    (Leaf::Container(len), true) => len as i128,
                     _ => return None,
                 };
                 out.push_str(itoa::Buffer::new().format(n));
             }
             Node::If(path, body) => {
                 let truth = match lookup(path, content, args)? {
-                    Value::Null => false,
-                    Value::Bool(b) => *b,
-                    Value::Number(n) => integer(n)? != 0,
-                    Value::String(s) => !s.is_empty(),
-                    Value::Array(a) => !a.is_empty(),
-                    Value::Object(m) => !m.is_empty(),
+                    Leaf::Null => false,
+                    Leaf::Bool(b) => b,
+                    Leaf::Num(n) => integer(n)? != 0,
+                    Leaf::Str(s) => !s.is_empty(),
+                    Leaf::Container(len) => len > 0,
                 };
                 if truth {
                     nodes(body, content, args, out)?;
@@ -457,9 +528,18 @@ mod tests {
             return false;
         };
         let mut out = String::new();
-        if plan.render(content, args, &mut out).is_none() {
+        if plan
+            .render(Content::Tree(content), args, &mut out)
+            .is_none()
+        {
+            assert_eq!(render_doc(&s, &Doc::from_value(content), args), None);
             return false;
         }
+        // The plan reads a Doc as it reads the tree it stands for.
+        assert_eq!(
+            render_doc(&s, &Doc::from_value(content), args).as_deref(),
+            Some(out.as_str())
+        );
         assert_eq!(
             Ok(out),
             reference.map_err(|e| e.to_string()),

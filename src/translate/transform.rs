@@ -303,6 +303,33 @@ impl Transform {
         Ok(Some(out))
     }
 
+    /// The native evaluator's answer on `input` as a [`Doc`] that borrows from it, from the
+    /// program and from the globals: nothing is converted. `None` when jaq must answer or the
+    /// answer might not be jaq's; [`Transform::run_doc`] then decides (and reports).
+    pub fn run_doc_native<'a>(
+        &'a self,
+        input: &Doc<'a>,
+        narrow: bool,
+        vars: Vars3<'a>,
+    ) -> Option<Option<Doc<'a>>> {
+        let native = self.native.as_deref()?;
+        // As in `native_answer`: an exact integer past i64 is not jaq's answer.
+        let may_copy_wide = !narrow || has_wide_integer(vars.args) || has_wide_integer(vars.meta);
+        let status = Doc::Num(vars.status.into());
+        let out = native
+            .run_docs(input, [vars.args, vars.meta], status)
+            .ok()?;
+        if may_copy_wide && out.as_ref().is_some_and(doc_has_wide_integer) {
+            return None;
+        }
+        if *CROSSCHECK
+            && self.run_jaq(&input.to_value(), vars).ok() != Some(out.as_ref().map(Doc::to_value))
+        {
+            return None;
+        }
+        Some(out)
+    }
+
     /// Runs the program with jaq only (the reference the native evaluator is tested against).
     pub fn run_jaq(&self, input: &Value, vars: Vars3<'_>) -> Result<Option<Value>, RunError> {
         let fail = |message: String| RunError {
@@ -405,6 +432,16 @@ fn val_to_json(v: &Val) -> Result<Value, String> {
 }
 
 /// Does `v` hold an integer that is neither an i64 nor a float (past `i64::MAX`)?
+/// [`has_wide_integer`] on a [`Doc`].
+fn doc_has_wide_integer(v: &Doc<'_>) -> bool {
+    match v {
+        Doc::Num(n) => n.as_i64().is_none() && !n.is_f64(),
+        Doc::Arr(a) => a.iter().any(doc_has_wide_integer),
+        Doc::Obj(m) => m.iter().any(|(_, v)| doc_has_wide_integer(v)),
+        _ => false,
+    }
+}
+
 fn has_wide_integer(v: &Value) -> bool {
     match v {
         Value::Number(n) => n.as_i64().is_none() && !n.is_f64(),

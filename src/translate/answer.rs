@@ -1,0 +1,117 @@
+//! The hot path of a successful tool call: the backend body read in place, transformed, checked,
+//! summarised and written as text without a `serde_json` tree. It never answers other than the
+//! tree path (`forward::reply_for`) would: whatever it does not model goes back to that path.
+//!
+//! The tree path reads the body, runs the tool's programs, turns their answer into a
+//! `serde_json` value, wraps it in the binding's envelope, checks it with `jsonschema`,
+//! renders the summary and writes the JSON-RPC answer from that tree. Here the answer stays a
+//! [`Doc`] from the body to the bytes: the envelope is built on it
+//! ([`crate::binding::Binding::structured_doc`]), the output schema is checked natively
+//! ([`super::doc_schema::DocSchema`]), the summary's native plan reads it
+//! ([`super::summary::render_doc`]) and the writer writes it ([`crate::json_text::write_doc`]).
+//! Every "not sure" along the way (jaq must answer, a business outcome, an answer the native
+//! check does not pass, a summary MiniJinja must render) returns `None`, and the caller runs the
+//! tree path, which decides and reports exactly as before.
+
+use super::response::RestResponse;
+use super::transform::Vars3;
+use crate::binding::{Kind, Reply, Rule, ToolCtx, Written};
+use crate::config::Tool;
+use crate::json_doc::{self, Doc};
+use crate::model::Call;
+use serde_json::{Map, json};
+
+/// The reply for a successful answer, written without a tree; `None` when the tree path must
+/// answer.
+pub fn written(tool: &Tool, call: &Call, resp: &RestResponse) -> Option<Reply> {
+    let result = tool.result.as_ref()?;
+    if !matches!(tool.rule_for(resp.status).rule, Rule::Success) {
+        return None;
+    }
+    let check = match (&tool.output_validator, &tool.output_check) {
+        (None, _) => None,
+        (Some(_), Some(check)) => Some(check),
+        (Some(_), None) => return None,
+    };
+    // A malformed or empty body: the tree path reports it.
+    let (body, narrow) = crate::json_text::read_borrowed(&resp.body).ok()?;
+    let meta = super::request::meta_for(tool, call);
+    let vars = Vars3 {
+        args: &call.args,
+        status: resp.status,
+        meta: &meta,
+    };
+    if let Some(t) = &tool.business_messages {
+        match t.run_doc_native(&body, narrow, vars)? {
+            None | Some(Doc::Null) | Some(Doc::Bool(false)) => {}
+            Some(Doc::Arr(m)) if m.is_empty() => {}
+            // A business outcome, or a mapping error: the tree path answers.
+            Some(_) => return None,
+        }
+    }
+    let answer = result
+        .run_doc_native(&body, narrow, vars)?
+        .unwrap_or(Doc::Null);
+    let ctx = ToolCtx {
+        capability: tool.capability.as_deref(),
+        correlation_id: call.meta.correlation_id.as_deref(),
+        text_later: tool.summary.is_some(),
+    };
+    let binding = &tool.business.binding;
+    let structured = binding.structured_doc(answer, tool.envelope.as_ref())?;
+    if let (Some(check), Some(sc)) = (check, &structured)
+        && !check.surely_valid(sc)
+    {
+        return None;
+    }
+    let mut sc_text = structured.as_ref().map(|sc| {
+        let mut out = Vec::with_capacity(resp.body.len());
+        crate::json_text::write_doc(sc, &mut out);
+        out
+    });
+    // The text: the summary for a success (business errors keep the JSON text), else the
+    // JSON text of structuredContent, else "OK" (as `Binding::render` and `forward::finish`).
+    let summary = match (&tool.summary, &structured) {
+        (Some(env), Some(sc)) if !business_error(sc) => {
+            Some(super::summary::render_doc(env, sc, &call.args)?)
+        }
+        _ => None,
+    };
+    let mut content = Vec::with_capacity(64 + sc_text.as_ref().map_or(0, Vec::len) / 4);
+    content.extend_from_slice(b"[{\"text\":");
+    match (&summary, &mut sc_text) {
+        (Some(text), _) => crate::json_text::write_string(text, &mut content),
+        (None, Some(json)) => {
+            crate::json_text::write_string(std::str::from_utf8(json).ok()?, &mut content)
+        }
+        (None, None) => content.extend_from_slice(b"\"OK\""),
+    }
+    content.extend_from_slice(b",\"type\":\"text\"}]");
+    let mut meta = Map::new();
+    if let Some(c) = ctx.correlation_id
+        && binding.kind == Kind::Usp
+    {
+        meta.insert("usp".into(), json!({ "correlation_id": c }));
+    }
+    Some(Reply::Written(Written {
+        meta,
+        content,
+        structured: sc_text,
+        complete: false,
+    }))
+}
+
+/// `structuredContent.messages` holds a message of type `error` (a business outcome, which
+/// keeps its JSON text rather than a summary).
+fn business_error(sc: &Doc<'_>) -> bool {
+    let Doc::Obj(m) = sc else {
+        return false;
+    };
+    let Some(Doc::Arr(messages)) = json_doc::member(m, "messages") else {
+        return false;
+    };
+    messages.iter().any(|m| match m {
+        Doc::Obj(fields) => json_doc::member(fields, "type").and_then(Doc::as_str) == Some("error"),
+        _ => false,
+    })
+}

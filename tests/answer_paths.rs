@@ -1,0 +1,240 @@
+//! The hot path (`translate::answer`: no `serde_json` trees) against the tree path on the demo
+//! backend's real answers: every reply the same value and the same bytes.
+//!
+//! Each call goes to the demo's legacy backend on 127.0.0.1 once; its answer is translated both
+//! ways (`forward::translate_response`, which takes the hot path when it can, and
+//! `forward::translate_response_tree`). The flows cover successes, business outcomes, errors and
+//! the two bindings, and the test checks that the benchmarked call takes the hot path.
+
+use portico::binding::Reply;
+use portico::config::Gateway;
+use portico::forward;
+use serde_json::{Value, json};
+
+const PROFILE: &str = "https://agent.example/profiles/usp.json";
+const UCP_PROFILE: &str = "https://platform.example/p.json";
+
+/// The demo backend on an ephemeral port and the demo mappings pointing at it.
+async fn demo() -> (portico::demo::Demo, Gateway) {
+    let demo = portico::demo::start(0).await.expect("demo starts");
+    let dir = portico::demo::write_files(demo.backend_addr, None).expect("demo files");
+    let gateway = portico::config::load(&[dir.join("mappings")]).expect("demo mappings load");
+    (demo, gateway)
+}
+
+/// The bytes a reply's result or error is sent as.
+fn bytes_of(reply: &Reply) -> Vec<u8> {
+    match reply {
+        Reply::Written(w) => {
+            let mut out = Vec::new();
+            w.write(&mut out);
+            out
+        }
+        Reply::Result(v) => portico::json_text::to_vec(v),
+        Reply::Error(e) => format!("{e:?}").into_bytes(),
+    }
+}
+
+/// Calls `tool` once and translates the answer both ways; returns the result (as the tree path
+/// answers it) and whether the hot path answered.
+async fn both(g: &Gateway, name: &str, args: Value) -> (Value, bool) {
+    let tool = g.tools.get(name).expect("a demo tool");
+    let call = match forward::prepare(tool, args) {
+        Ok(c) => c,
+        Err(r) => panic!("{name}: arguments refused: {r:?}"),
+    };
+    let resp = match forward::exchange(tool, &call).await {
+        Ok(r) => r,
+        Err(f) => panic!("{name}: backend exchange failed: {f:?}"),
+    };
+    let fast = forward::translate_response(tool, &call, resp.clone());
+    let tree = forward::translate_response_tree(tool, &call, resp);
+    let hot = matches!(fast, Reply::Written(_));
+    assert!(
+        !matches!(tree, Reply::Written(_)),
+        "{name}: the tree path wrote"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&bytes_of(&fast)),
+        String::from_utf8_lossy(&bytes_of(&tree)),
+        "{name}: the hot path's bytes differ"
+    );
+    let mut fast = fast;
+    fast.materialize();
+    assert_eq!(fast, tree, "{name}: the hot path's value differs");
+    let value = match tree {
+        Reply::Result(v) => v,
+        Reply::Error(e) => json!({ "error": e.code, "data": e.data }),
+        Reply::Written(_) => Value::Null,
+    };
+    (value, hot)
+}
+
+fn usp(args: Value, key: Option<&str>) -> Value {
+    let mut args = args;
+    let mut meta = json!({ "usp": { "profile": PROFILE } });
+    if let Some(k) = key {
+        meta["usp"]["idempotency_key"] = json!(k);
+    }
+    args["_meta"] = meta;
+    args
+}
+
+fn ucp(args: Value, key: Option<&str>) -> Value {
+    let mut args = args;
+    let mut meta = json!({ "ucp-agent": { "profile": UCP_PROFILE } });
+    if let Some(k) = key {
+        meta["idempotency-key"] = json!(k);
+    }
+    args["meta"] = meta;
+    args
+}
+
+#[tokio::test]
+async fn the_hot_path_answers_as_the_tree_path_on_the_usp_flow() {
+    let (demo, g) = demo().await;
+    let mut hot = Vec::new();
+    let (r, h) = both(&g, "usp_services_list", json!({})).await;
+    assert!(r["structuredContent"]["services"].is_array(), "{r}");
+    hot.push(("usp_services_list", h));
+    for id in ["MASSAGE-60", "NOPE"] {
+        let (_, h) = both(&g, "usp_services_get", json!({ "service_id": id })).await;
+        hot.push(("usp_services_get", h));
+    }
+    let mut slot = None;
+    for (service, from, to) in [
+        ("MASSAGE-60", "2026-12-01", "2026-12-02"),
+        ("FACIAL-45", "2027-03-29", "2027-03-29"),
+        ("SAUNA-30", "2027-03-27", "2027-03-28"),
+        ("NOPE", "2026-12-01", "2026-12-01"),
+    ] {
+        let args = json!({ "service_id": service, "start_date": from, "end_date": to });
+        let (r, h) = both(&g, "usp_availability_query", args).await;
+        if service == "MASSAGE-60" {
+            // The benchmarked call: it must take the hot path.
+            assert!(h, "usp_availability_query took the tree path: {r}");
+            slot = r["structuredContent"]["slots"][0]["id"]
+                .as_str()
+                .map(str::to_string);
+        }
+        hot.push(("usp_availability_query", h));
+    }
+    let slot = slot.expect("a free slot");
+    let buyer = json!({ "first_name": "Ana", "last_name": "Silva \"Quoted\" \\ é", "email": "ana@example.com" });
+    let create = json!({ "service_id": "MASSAGE-60", "slot_id": slot, "buyer": buyer });
+    let (r, h) = both(&g, "usp_bookings_create", usp(create.clone(), Some("k-1"))).await;
+    hot.push(("usp_bookings_create", h));
+    let booking = r["structuredContent"]["booking"]["id"]
+        .as_str()
+        .expect("a booking id")
+        .to_string();
+    // The same slot again: taken, a business outcome.
+    let (r, h) = both(&g, "usp_bookings_create", usp(create, Some("k-2"))).await;
+    assert!(
+        r["structuredContent"]["messages"][0]["code"].is_string(),
+        "{r}"
+    );
+    assert!(!h, "a business outcome is the tree path's");
+    for (name, args) in [
+        ("usp_bookings_get", json!({ "booking_id": booking })),
+        ("usp_bookings_get", json!({ "booking_id": "A-0" })),
+        (
+            "usp_bookings_cancel",
+            json!({ "booking_id": booking, "reason": "plans changed" }),
+        ),
+        ("usp_bookings_cancel", json!({ "booking_id": booking })),
+    ] {
+        let (_, h) = both(&g, name, usp(args, None)).await;
+        hot.push((name, h));
+    }
+    // A correlation id goes into `_meta` on both paths.
+    let mut args = usp(json!({ "booking_id": booking }), None);
+    args["_meta"]["usp"]["correlation_id"] = json!("corr-7");
+    let (r, h) = both(&g, "usp_bookings_get", args).await;
+    assert_eq!(r["_meta"]["usp"]["correlation_id"], "corr-7", "{r}");
+    assert!(h, "a get with a correlation id took the tree path");
+    // `usp_services_list`'s summary loops: MiniJinja renders it, on the tree path.
+    assert_eq!(hot[0], ("usp_services_list", false));
+    for name in [
+        "usp_services_get",
+        "usp_bookings_create",
+        "usp_bookings_get",
+        "usp_bookings_cancel",
+    ] {
+        assert!(
+            hot.iter().any(|(n, h)| *n == name && *h),
+            "{name} never took the hot path: {hot:?}"
+        );
+    }
+    demo.stop().await;
+}
+
+#[tokio::test]
+async fn the_hot_path_answers_as_the_tree_path_on_the_ucp_flows() {
+    let (demo, g) = demo().await;
+    let booking = json!({
+        "property": { "id": "HH-LIS" },
+        "stays": [{
+            "accommodation_type": { "id": "DBL" },
+            "rate_plan": { "id": "FLEX" },
+            "occupancy": { "adults": 2, "children": 0 },
+            "stay_dates": { "start_date": "2027-01-20", "end_date": "2027-01-23" }
+        }]
+    });
+    let (r, create_hot) = both(
+        &g,
+        "create_booking_session",
+        ucp(json!({ "booking": booking }), None),
+    )
+    .await;
+    let id = r["structuredContent"]["id"]
+        .as_str()
+        .expect("a session id")
+        .to_string();
+    let booker =
+        json!({ "first_name": "Carla", "last_name": "Mendes", "email": "carla@example.com" });
+    let mut with_booker = booking.clone();
+    with_booker["booker"] = booker;
+    let payment = json!({ "payment": { "instruments": [{ "id": "pi_1", "type": "card",
+        "credential": { "type": "PAYMENT_GATEWAY", "token": "tok_visa_4242" } }] } });
+    let mut hot = vec![create_hot];
+    for (name, args) in [
+        (
+            "update_booking_session",
+            ucp(json!({ "id": id, "booking": with_booker }), None),
+        ),
+        (
+            "complete_booking_session",
+            ucp(json!({ "id": id, "booking": payment }), Some("k-3")),
+        ),
+        ("get_booking_session", ucp(json!({ "id": id }), None)),
+        (
+            "cancel_booking_session",
+            ucp(json!({ "id": id }), Some("k-4")),
+        ),
+        ("get_booking_session", ucp(json!({ "id": "Q-0" }), None)),
+        (
+            "ask_business",
+            ucp(json!({ "ask": { "query": "Can I bring my dog?" } }), None),
+        ),
+    ] {
+        let (_, h) = both(&g, name, args).await;
+        hot.push(h);
+    }
+    // A sold-out room: the UCP error shape, a business outcome.
+    let mut sold_out = booking;
+    sold_out["stays"][0]["accommodation_type"]["id"] = json!("SGL");
+    sold_out["stays"][0]["occupancy"]["adults"] = json!(1);
+    sold_out["stays"][0]["stay_dates"] =
+        json!({ "start_date": "2027-01-05", "end_date": "2027-01-06" });
+    both(
+        &g,
+        "create_booking_session",
+        ucp(json!({ "booking": sold_out }), None),
+    )
+    .await;
+    // create, update, complete, get (the schemas' `if`/`then`/`else` are checked natively).
+    assert_eq!(&hot[..4], &[true; 4], "UCP calls on the hot path: {hot:?}");
+    assert!(hot[6], "ask_business took the tree path: {hot:?}");
+    demo.stop().await;
+}
