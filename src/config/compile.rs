@@ -130,9 +130,10 @@ pub struct Tool {
     pub descriptor: Descriptor,
     pub input_validator: jsonschema::Validator,
     pub output_validator: Option<jsonschema::Validator>,
-    /// The same output schema for the native check of the hot path (`translate::answer`);
-    /// `output_validator` stays the authority.
-    pub output_check: Option<crate::translate::doc_schema::DocSchema>,
+    /// The same output schema for the native check of the hot path (`translate::answer`),
+    /// built on the tool's first successful answer ([`Tool::output_check`]): a tool never
+    /// called costs no memory for it. `output_validator` stays the authority.
+    output_check: std::sync::OnceLock<Option<crate::translate::doc_schema::DocSchema>>,
     /// The `usp`/`ucp` member of the tool's successful results (USP and UCP bindings), built
     /// once for the hot path (`translate::answer`).
     pub envelope: Option<(String, Value)>,
@@ -173,6 +174,20 @@ impl fmt::Debug for Tool {
 }
 
 impl Tool {
+    /// The native check of the tool's output schema (see `translate::doc_schema`), built from
+    /// the served `outputSchema` on first use; `None` when the tool has no output schema.
+    pub fn output_check(&self) -> Option<&crate::translate::doc_schema::DocSchema> {
+        self.output_check
+            .get_or_init(|| {
+                self.output_validator.as_ref()?;
+                let descriptor = self.descriptor.value();
+                descriptor
+                    .get("outputSchema")
+                    .map(crate::translate::doc_schema::DocSchema::compile)
+            })
+            .as_ref()
+    }
+
     /// The rule for a backend status: tool rules, then business rules (merged at load), then the
     /// binding's table.
     pub fn rule_for(&self, status: u16) -> OutcomeRule {
@@ -1495,9 +1510,6 @@ fn compile_tool(
     let output_validator = output_schema
         .as_ref()
         .and_then(|s| compile_schema(s, "output", diags));
-    let output_check = output_schema
-        .as_ref()
-        .map(crate::translate::doc_schema::DocSchema::compile);
 
     let description = ts
         .description
@@ -1565,7 +1577,7 @@ fn compile_tool(
         descriptor: descriptor?,
         input_validator: input_validator?,
         output_validator,
-        output_check,
+        output_check: std::sync::OnceLock::new(),
         method: http_method?,
         path: template?,
         query,

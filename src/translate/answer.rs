@@ -28,7 +28,7 @@ pub fn written(tool: &Tool, call: &Call, resp: &RestResponse) -> Option<Reply> {
     if !matches!(tool.rule_for(resp.status).rule, Rule::Success) {
         return None;
     }
-    let check = match (&tool.output_validator, &tool.output_check) {
+    let check = match (&tool.output_validator, tool.output_check()) {
         (None, _) => None,
         (Some(_), Some(check)) => Some(check),
         (Some(_), None) => return None,
