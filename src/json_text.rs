@@ -103,11 +103,6 @@ pub fn write_doc(doc: &Doc<'_>, out: &mut Vec<u8>) {
     }
 }
 
-/// Appends `s` as a JSON string.
-pub fn write_string(s: &str, out: &mut Vec<u8>) {
-    write_str(s, out);
-}
-
 fn write_number(n: &serde_json::Number, out: &mut Vec<u8>) {
     if let Some(u) = n.as_u64() {
         out.extend_from_slice(itoa::Buffer::new().format(u).as_bytes());
@@ -182,7 +177,8 @@ fn first_escape(bytes: &[u8]) -> Option<usize> {
     first_in_word(last).map(|i| n - 8 + i)
 }
 
-fn write_str(s: &str, out: &mut Vec<u8>) {
+/// Appends `s` as a JSON string.
+pub fn write_str(s: &str, out: &mut Vec<u8>) {
     let mut rest = s.as_bytes();
     out.reserve(rest.len() + 2);
     out.push(b'"');

@@ -222,22 +222,14 @@ fn answer_with(prefix: &[u8], write: impl FnOnce(&mut Vec<u8>), suffix: &[u8]) -
     out
 }
 
-/// The HTTP answer to a request whose result was written on the hot path: the bytes
-/// [`json_response`] or [`sse_frame`] would send for the JSON-RPC response it stands for.
-fn written_response(
-    id: &Value,
-    w: &crate::binding::Written,
+/// A JSON-RPC answer as JSON, or as one SSE event when the client takes only
+/// `text/event-stream`; `write` writes the message.
+fn framed(
+    status: StatusCode,
     json_ok: bool,
     sse_ok: bool,
-    extra: Option<(&'static str, String)>,
+    write: impl FnOnce(&mut Vec<u8>),
 ) -> Response<Body> {
-    let write = |out: &mut Vec<u8>| {
-        out.extend_from_slice(b"{\"id\":");
-        crate::json_text::write(id, out);
-        out.extend_from_slice(b",\"jsonrpc\":\"2.0\",\"result\":");
-        w.write(out);
-        out.push(b'}');
-    };
     let mut r = if json_ok || !sse_ok {
         let mut r = Response::new(full(answer_with(b"", write, b"")));
         r.headers_mut().insert(
@@ -246,20 +238,23 @@ fn written_response(
         );
         r
     } else {
-        let mut r = Response::new(full(Bytes::from(answer_with(
-            b"event: message\ndata: ",
-            write,
-            b"\n\n",
-        ))));
+        let frame = answer_with(b"event: message\ndata: ", write, b"\n\n");
+        let mut r = Response::new(full(Bytes::from(frame)));
         sse_headers(&mut r);
         r
     };
-    if let Some((name, value)) = extra
-        && let Ok(v) = HeaderValue::from_str(&value)
-    {
-        r.headers_mut().insert(name, v);
-    }
+    *r.status_mut() = status;
     r
+}
+
+/// The JSON-RPC response for request `id` whose result was written on the hot path: the bytes
+/// `jsonrpc::result` of its value writes.
+fn write_written(id: &Value, w: &crate::binding::Written, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"{\"id\":");
+    crate::json_text::write(id, out);
+    out.extend_from_slice(b",\"jsonrpc\":\"2.0\",\"result\":");
+    w.write(out);
+    out.push(b'}');
 }
 
 fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
@@ -820,12 +815,22 @@ impl Server {
         {
             return problem_response(*http_status, problem);
         }
+        let add_extra = |r: &mut Response<Body>| {
+            if let Some((name, value)) = extra
+                && let Ok(v) = HeaderValue::from_str(&value)
+            {
+                r.headers_mut().insert(name, v);
+            }
+        };
+        // A written result goes out as written; a signed answer is signed over its value.
         let answer = match answer {
             Answer::Written(w) if crate::auth::transport::response_signer().is_none() => {
-                return written_response(id, &w, json_ok, sse_ok, extra);
+                let mut r = framed(StatusCode::OK, json_ok, sse_ok, |out| {
+                    write_written(id, &w, out)
+                });
+                add_extra(&mut r);
+                return r;
             }
-            // A signed answer is signed over the value it stands for.
-            Answer::Written(w) => Answer::Result(w.to_value()),
             a => a,
         };
         let (status, body) = match answer {
@@ -843,19 +848,10 @@ impl Server {
                 jsonrpc::error(id, code, &message, data),
             ),
         };
-        let mut r = if json_ok || !sse_ok {
-            json_response(status, &body)
-        } else {
-            let mut r = Response::new(full(sse_frame(&body)));
-            *r.status_mut() = status;
-            sse_headers(&mut r);
-            r
-        };
-        if let Some((name, value)) = extra
-            && let Ok(v) = HeaderValue::from_str(&value)
-        {
-            r.headers_mut().insert(name, v);
-        }
+        let mut r = framed(status, json_ok, sse_ok, |out| {
+            crate::json_text::write(&body, out)
+        });
+        add_extra(&mut r);
         if status == StatusCode::UNAUTHORIZED {
             r.headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));

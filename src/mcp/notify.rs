@@ -331,7 +331,7 @@ pub async fn observed_call(
         ),
     }
     let outcome = match &reply {
-        Reply::Result(r) if r.get("isError") == Some(&Value::Bool(true)) => "tool_error",
+        r if r.is_tool_error() => "tool_error",
         Reply::Result(_) | Reply::Written(_) => "ok",
         Reply::Error(_) => "error",
     };

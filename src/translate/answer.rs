@@ -15,7 +15,7 @@
 
 use super::response::RestResponse;
 use super::transform::Vars3;
-use crate::binding::{Kind, Reply, Rule, ToolCtx, Written};
+use crate::binding::{Kind, Reply, Rule, Written};
 use crate::config::Tool;
 use crate::json_doc::{self, Doc};
 use crate::model::Call;
@@ -28,10 +28,9 @@ pub fn written(tool: &Tool, call: &Call, resp: &RestResponse) -> Option<Reply> {
     if !matches!(tool.rule_for(resp.status).rule, Rule::Success) {
         return None;
     }
-    let check = match (&tool.output_validator, tool.output_check()) {
-        (None, _) => None,
-        (Some(_), Some(check)) => Some(check),
-        (Some(_), None) => return None,
+    let check = match &tool.output_validator {
+        None => None,
+        Some(_) => Some(tool.output_check()?),
     };
     // A malformed or empty body: the tree path reports it.
     let (body, narrow) = crate::json_text::read_borrowed(&resp.body).ok()?;
@@ -52,11 +51,6 @@ pub fn written(tool: &Tool, call: &Call, resp: &RestResponse) -> Option<Reply> {
     let answer = result
         .run_doc_native(&body, narrow, vars)?
         .unwrap_or(Doc::Null);
-    let ctx = ToolCtx {
-        capability: tool.capability.as_deref(),
-        correlation_id: call.meta.correlation_id.as_deref(),
-        text_later: tool.summary.is_some(),
-    };
     let binding = &tool.business.binding;
     let structured = binding.structured_doc(answer, tool.envelope.as_ref())?;
     if let (Some(check), Some(sc)) = (check, &structured)
@@ -64,7 +58,7 @@ pub fn written(tool: &Tool, call: &Call, resp: &RestResponse) -> Option<Reply> {
     {
         return None;
     }
-    let mut sc_text = structured.as_ref().map(|sc| {
+    let sc_text = structured.as_ref().map(|sc| {
         let mut out = Vec::with_capacity(resp.body.len());
         crate::json_text::write_doc(sc, &mut out);
         out
@@ -79,16 +73,16 @@ pub fn written(tool: &Tool, call: &Call, resp: &RestResponse) -> Option<Reply> {
     };
     let mut content = Vec::with_capacity(64 + sc_text.as_ref().map_or(0, Vec::len) / 4);
     content.extend_from_slice(b"[{\"text\":");
-    match (&summary, &mut sc_text) {
-        (Some(text), _) => crate::json_text::write_string(text, &mut content),
+    match (&summary, &sc_text) {
+        (Some(text), _) => crate::json_text::write_str(text, &mut content),
         (None, Some(json)) => {
-            crate::json_text::write_string(std::str::from_utf8(json).ok()?, &mut content)
+            crate::json_text::write_str(std::str::from_utf8(json).ok()?, &mut content)
         }
         (None, None) => content.extend_from_slice(b"\"OK\""),
     }
     content.extend_from_slice(b",\"type\":\"text\"}]");
     let mut meta = Map::new();
-    if let Some(c) = ctx.correlation_id
+    if let Some(c) = &call.meta.correlation_id
         && binding.kind == Kind::Usp
     {
         meta.insert("usp".into(), json!({ "correlation_id": c }));

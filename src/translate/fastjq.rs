@@ -254,11 +254,7 @@ impl Program {
     /// for the same value. Only the globals the program names are looked at.
     pub fn run_doc(&self, input: &Doc<'_>, globals: [&Value; 3]) -> Result<Option<Value>, Stop> {
         let [args, status, meta] = globals;
-        let status = match status {
-            Value::Number(n) => Doc::Num(n.clone()),
-            other => Doc::from_owned(other.clone()),
-        };
-        self.run_docs(input, [args, meta], status)
+        self.run_docs(input, [args, meta], Doc::from_owned(status.clone()))
             .map(|out| out.map(Doc::into_value))
     }
 
