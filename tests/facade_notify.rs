@@ -170,12 +170,16 @@ async fn upstream_2026_notifications_become_signed_webhooks() {
 
     // Events sent before the relay's stream is open are not replayed at 2026-07-28.
     wait_connected(&running).await;
+    // One clock reading for all three: Ed25519 signatures are deterministic, so a duplicate
+    // signed at `now() - 1` after the clock ticked would repeat the first signature and be
+    // refused as a replay (401), which is the ingress doing its job, not what this tests.
+    let t = now();
     for id in ["evt_a", "evt_b"] {
-        post_business_webhook(&http, &gw, &business, id, now()).await;
+        post_business_webhook(&http, &gw, &business, id, t).await;
     }
     // A duplicate event (a fresh signature: a replayed one would be refused) is acknowledged
     // by the upstream and never re-notified.
-    post_business_webhook(&http, &gw, &business, "evt_a", now() - 1).await;
+    post_business_webhook(&http, &gw, &business, "evt_a", t - 1).await;
     let mut first = None;
     for id in ["evt_a", "evt_b"] {
         let r = next_hook(&mut hooks).await;

@@ -128,7 +128,7 @@ async fn a_progress_token_may_be_reused_after_its_call_but_not_during_it() {
         &c,
         &url,
         &sid,
-        call(4, "slow", json!({"ms": 300}), json!({"progressToken": 42})),
+        call(4, "slow", json!({"ms": 1500}), json!({"progressToken": 42})),
     )
     .send()
     .await
@@ -228,12 +228,18 @@ async fn log_notifications_follow_the_session_level() {
 async fn notifications_cancelled_aborts_the_backend_call() {
     let (g, seen, c, url) = setup().await;
     let (sid, _) = initialize(&c, &url, "2025-11-25").await;
-    // The backend would answer after 350 ms, inside the 400 ms timeout.
+    // The backend would answer after 3 s, inside the tool's 10 s timeout: only the
+    // cancellation can end the call before that.
     let resp = legacy(
         &c,
         &url,
         &sid,
-        call(9, "slow", json!({"ms": 350}), json!({"progressToken": "c"})),
+        call(
+            9,
+            "slow",
+            json!({"ms": 3000}),
+            json!({"progressToken": "c"}),
+        ),
     )
     .send()
     .await
@@ -403,7 +409,12 @@ async fn stdio_reports_progress_logs_and_honours_cancellation() {
     // A cancelled one: no answer, the backend request dropped; the session keeps serving.
     put(
         &mut w,
-        call(4, "slow", json!({"ms": 350}), json!({"progressToken": "c"})),
+        call(
+            4,
+            "slow",
+            json!({"ms": 3000}),
+            json!({"progressToken": "c"}),
+        ),
     )
     .await;
     take_until(&mut r, |m| m["method"] == "notifications/progress").await;

@@ -137,6 +137,9 @@ pub struct Tool {
     /// The `usp`/`ucp` member of the tool's successful results (USP and UCP bindings), built
     /// once for the hot path (`translate::answer`).
     pub envelope: Option<(String, Value)>,
+    /// The JSON text of `envelope`'s value, written once: the hot path splices it into each
+    /// answer instead of writing the constant again.
+    pub envelope_text: Option<Vec<u8>>,
     pub method: Method,
     pub path: PathTemplate,
     pub query: Vec<(String, Transform)>,
@@ -176,14 +179,21 @@ impl fmt::Debug for Tool {
 impl Tool {
     /// The native check of the tool's output schema (see `translate::doc_schema`), built from
     /// the served `outputSchema` on first use; `None` when the tool has no output schema.
+    /// The hot path's answers always carry [`Tool::envelope`], so the check is pinned to it
+    /// ([`crate::translate::doc_schema::DocSchema::pin`]): the constant is checked once here,
+    /// not in every answer. Only for answers built with that envelope.
     pub fn output_check(&self) -> Option<&crate::translate::doc_schema::DocSchema> {
         self.output_check
             .get_or_init(|| {
                 self.output_validator.as_ref()?;
                 let descriptor = self.descriptor.value();
-                descriptor
-                    .get("outputSchema")
-                    .map(crate::translate::doc_schema::DocSchema::compile)
+                let mut check = crate::translate::doc_schema::DocSchema::compile(
+                    descriptor.get("outputSchema")?,
+                );
+                if let Some((key, env)) = &self.envelope {
+                    check.pin(key, &crate::json_doc::Doc::from_value(env));
+                }
+                Some(check)
             })
             .as_ref()
     }
@@ -1571,6 +1581,7 @@ fn compile_tool(
         .chain(business_messages.iter())
         .chain(blocks)
         .any(Transform::uses_meta);
+    let envelope = business.binding.success_envelope(ts.capability.as_deref());
     Some(Tool {
         name: name.to_string(),
         business: business.clone(),
@@ -1587,7 +1598,8 @@ fn compile_tool(
         business_messages,
         summary,
         outcomes,
-        envelope: business.binding.success_envelope(ts.capability.as_deref()),
+        envelope_text: envelope.as_ref().map(|(_, v)| crate::json_text::to_vec(v)),
+        envelope,
         capability: ts.capability.clone(),
         idempotency_required,
         timeout,

@@ -60,7 +60,7 @@ pub fn written(tool: &Tool, call: &Call, resp: &RestResponse) -> Option<Reply> {
     }
     let sc_text = structured.as_ref().map(|sc| {
         let mut out = Vec::with_capacity(resp.body.len());
-        crate::json_text::write_doc(sc, &mut out);
+        write_structured(sc, tool, &mut out);
         out
     });
     // The text: the summary for a success (business errors keep the JSON text), else the
@@ -93,6 +93,30 @@ pub fn written(tool: &Tool, call: &Call, resp: &RestResponse) -> Option<Reply> {
         structured: sc_text,
         complete: false,
     }))
+}
+
+/// Writes `structuredContent`, its envelope member from the text written once per tool
+/// ([`Tool::envelope_text`]): `Binding::structured_doc` always sets that member to the tool's
+/// envelope, so the text is the member's own.
+fn write_structured(sc: &Doc<'_>, tool: &Tool, out: &mut Vec<u8>) {
+    let (Doc::Obj(members), Some((key, _)), Some(text)) = (sc, &tool.envelope, &tool.envelope_text)
+    else {
+        return crate::json_text::write_doc(sc, out);
+    };
+    out.push(b'{');
+    for (i, (k, v)) in members.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        crate::json_text::write_str(k, out);
+        out.push(b':');
+        if k == key {
+            out.extend_from_slice(text);
+        } else {
+            crate::json_text::write_doc(v, out);
+        }
+    }
+    out.push(b'}');
 }
 
 /// `structuredContent.messages` holds a message of type `error` (a business outcome, which

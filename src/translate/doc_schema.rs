@@ -119,7 +119,7 @@ const NUMBER: u8 = 16;
 const STRING: u8 = 32;
 const INTEGER: u8 = 64;
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum Node {
     True,
     False,
@@ -131,7 +131,7 @@ enum Node {
     Schema(Box<Keywords>),
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Keywords {
     types: Option<u8>,
     /// The required names that are among the first 64 `properties`, as bits of their indexes.
@@ -165,6 +165,9 @@ struct Keywords {
 #[derive(Debug)]
 pub struct DocSchema {
     nodes: Vec<Node>,
+    /// The node a whole answer is checked against: 0, the schema's root, unless
+    /// [`DocSchema::pin`] built a copy of the root's path to a pinned member.
+    root: usize,
 }
 
 /// How deep a check follows the schema (a `$ref` cycle that consumes no data stops here).
@@ -198,13 +201,93 @@ impl DocSchema {
         } else {
             c.nodes.push(Node::Unknown);
         }
-        DocSchema { nodes: c.nodes }
+        DocSchema {
+            nodes: c.nodes,
+            root: 0,
+        }
     }
 
     /// `true` only when jsonschema (Draft 2020-12, default options) finds `doc` valid against
     /// the schema; `false` when it is invalid or not decided here.
     pub fn surely_valid(&self, doc: &Doc<'_>) -> bool {
-        self.check(0, doc, 0) == Tri::Valid
+        self.check(self.root, doc, 0) == Tri::Valid
+    }
+
+    /// Makes this the check of answers whose member `key` is always `value` (the binding's
+    /// `usp`/`ucp` envelope, the same in every answer of a tool), so that no answer checks
+    /// that constant again. Wherever an object schema applies to the whole answer (the root,
+    /// and what `$ref`, `allOf`, `anyOf`, `oneOf`, `not` and `if`/`then`/`else` apply in place)
+    /// and lists `key` in `properties`, the property's subschema becomes `true` when `value` is
+    /// surely valid against it: for an answer holding `value` there, that subschema answered
+    /// valid anyway, so every verdict above it is unchanged. The changed schemas are copies on
+    /// the path from the root: where the same subschemas apply to nested values (an object of
+    /// the same shape inside, a `$ref` to the root) they still check everything. Returns
+    /// whether anything was pinned.
+    ///
+    /// Only for a caller that guarantees the member: an answer whose `key` member differs
+    /// from `value` may be judged valid when it is not.
+    pub fn pin(&mut self, key: &str, value: &Doc<'_>) -> bool {
+        let mut seen = HashMap::new();
+        match self.pin_at(self.root, key, value, &mut seen) {
+            Some(root) => {
+                self.root = root;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// [`DocSchema::pin`] from node `at`: the index of its pinned copy, `None` when nothing
+    /// under it changed. `seen` holds each node's answer; a node met again on its own path (a
+    /// `$ref` cycle) answers `None`, keeping the original, which checks everything.
+    fn pin_at(
+        &mut self,
+        at: usize,
+        key: &str,
+        value: &Doc<'_>,
+        seen: &mut HashMap<usize, Option<usize>>,
+    ) -> Option<usize> {
+        if let Some(&done) = seen.get(&at) {
+            return done;
+        }
+        seen.insert(at, None);
+        let Some(Node::Schema(k)) = self.nodes.get(at) else {
+            return None;
+        };
+        let mut k = (**k).clone();
+        let mut changed = false;
+        if let Some(p) = k.properties.iter_mut().find(|p| &*p.name == key)
+            && self.check(p.node, value, 0) == Tri::Valid
+        {
+            p.node = self.nodes.len();
+            self.nodes.push(Node::True);
+            changed = true;
+        }
+        let mut in_place: Vec<&mut usize> = k
+            .all_of
+            .iter_mut()
+            .chain(k.any_of.iter_mut())
+            .chain(k.one_of.iter_mut())
+            .chain(k.not.iter_mut())
+            .collect();
+        if let Some((cond, then, other)) = &mut k.conditional {
+            in_place.push(cond);
+            in_place.extend(then.iter_mut());
+            in_place.extend(other.iter_mut());
+        }
+        for sub in in_place {
+            if let Some(copy) = self.pin_at(*sub, key, value, seen) {
+                *sub = copy;
+                changed = true;
+            }
+        }
+        if !changed {
+            return None;
+        }
+        let copy = self.nodes.len();
+        self.nodes.push(Node::Schema(Box::new(k)));
+        seen.insert(at, Some(copy));
+        Some(copy)
     }
 
     #[inline]
@@ -395,7 +478,7 @@ impl DocSchema {
 }
 
 /// A property of a schema, with the first eight bytes of its name for quick comparisons.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Prop {
     prefix: u64,
     name: Box<str>,
@@ -975,6 +1058,129 @@ mod tests {
         let mut bad = answer.clone();
         bad["slots"][0]["state"] = json!("gone");
         assert!(!sure(schema, &bad));
+    }
+
+    /// The pinned check of an answer carrying `usp` (the constant): the same answer as the
+    /// unpinned one on every answer with that member, for each demo tool that has one.
+    #[test]
+    fn a_pinned_envelope_answers_as_the_whole_check() {
+        let dir = crate::demo::write_files("127.0.0.1:9".parse().expect("an address"), None)
+            .expect("demo files");
+        let g = crate::config::load(&[dir.join("mappings")]).expect("demo config loads");
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut pinned_tools = 0;
+        for tool in g.tools.values() {
+            let descriptor = tool.descriptor.value();
+            let (Some((key, env)), Some(schema)) = (&tool.envelope, descriptor.get("outputSchema"))
+            else {
+                continue;
+            };
+            let whole = DocSchema::compile(schema);
+            let mut pinned = DocSchema::compile(schema);
+            if !pinned.pin(key, &Doc::from_value(env)) {
+                continue;
+            }
+            pinned_tools += 1;
+            // The benchmarked answer's shape with this tool's envelope, and mutations of it.
+            let answer = json!({
+                key.as_str(): env,
+                "service_id": "MASSAGE-60",
+                "slots": [{"id": "s", "service_id": "MASSAGE-60", "start": "2026-12-01T09:00:00+00:00",
+                    "end": "2026-12-01T10:00:00+00:00", "duration": "PT60M", "state": "available"}],
+                "messages": [],
+                "booking": {"id": "b"},
+                "id": "x"
+            });
+            let mut cases = vec![answer.clone(), json!({ key.as_str(): env })];
+            for (field, bad) in [
+                ("service_id", json!(1)),
+                ("slots", json!("x")),
+                ("messages", json!([{"type": 1}])),
+                ("booking", json!(7)),
+            ] {
+                let mut a = answer.clone();
+                a[field] = bad;
+                cases.push(a);
+            }
+            for case in &cases {
+                let doc = Doc::from_value(case);
+                assert_eq!(
+                    pinned.surely_valid(&doc),
+                    whole.surely_valid(&doc),
+                    "{}: {case}",
+                    tool.name
+                );
+            }
+        }
+        assert!(
+            pinned_tools >= 10,
+            "the demo's USP and UCP tools pin: {pinned_tools}"
+        );
+    }
+
+    #[test]
+    fn a_pin_changes_no_answer_for_the_constant_and_keeps_nested_checks() {
+        let object = json!({"type": "object", "required": ["usp"],
+            "properties": {"usp": {"type": "object", "required": ["version"]}, "n": {"type": "integer"}}});
+        let good = json!({"version": "1"});
+        // The constant itself invalid, or a key the schema does not list: nothing pinned.
+        let mut s = DocSchema::compile(&object);
+        assert!(!s.pin("usp", &Doc::from_value(&json!({}))));
+        assert!(!s.surely_valid(&Doc::from_value(&json!({"usp": {}}))));
+        assert!(!DocSchema::compile(&object).pin("ucp", &Doc::from_value(&good)));
+        // Behind `$ref`s and in-place applicators: the same answers, pinned or not, for every
+        // answer holding the constant.
+        let answers = [
+            json!({"usp": good, "n": 1}),
+            json!({"usp": good, "n": "1"}),
+            json!({"usp": good}),
+            json!({"usp": good, "x": true}),
+            json!({"n": 1}),
+        ];
+        for extra in [
+            json!({}),
+            json!({"anyOf": [{"required": ["n"]}, {"required": ["x"]}]}),
+            json!({"oneOf": [{"required": ["n"]}, {"properties": {"usp": {"required": ["version"]}}}]}),
+            json!({"not": {"required": ["x"]}}),
+            json!({"if": {"required": ["n"]}, "then": {"properties": {"usp": {"maxProperties": 1}}}, "else": false}),
+            json!({"propertyNames": {"maxLength": 3}}),
+            json!({"allOf": [{"properties": {"usp": {"type": "object"}}}]}),
+        ] {
+            let mut schema = object.clone();
+            for (k, v) in extra.as_object().expect("an object") {
+                schema[k] = v.clone();
+            }
+            let wrapped = json!({"$ref": "#/$defs/a", "$defs": {"a": {"anyOf": [{"$ref": "#/$defs/o"}, false]}, "o": schema}});
+            for schema in [schema, wrapped] {
+                let whole = DocSchema::compile(&schema);
+                let mut pinned = DocSchema::compile(&schema);
+                assert!(pinned.pin("usp", &Doc::from_value(&good)), "{schema}");
+                for a in &answers {
+                    let doc = Doc::from_value(a);
+                    assert_eq!(
+                        pinned.surely_valid(&doc),
+                        whole.surely_valid(&doc),
+                        "{a} against {schema}"
+                    );
+                }
+            }
+        }
+        // The same object schema reached again (a `$ref` to the root) is checked whole.
+        let recursive = json!({"type": "object", "required": ["usp"],
+            "properties": {"usp": {"type": "object", "required": ["version"]}, "child": {"$ref": "#"}}});
+        let mut s = DocSchema::compile(&recursive);
+        assert!(s.pin("usp", &Doc::from_value(&good)));
+        assert!(s.surely_valid(&Doc::from_value(
+            &json!({"usp": good, "child": {"usp": good}})
+        )));
+        assert!(!s.surely_valid(&Doc::from_value(
+            &json!({"usp": good, "child": {"usp": {}}})
+        )));
+        // A cycle through in-place applicators ends.
+        let cycle = json!({"allOf": [{"$ref": "#"}], "properties": {"usp": {"type": "object"}}});
+        let mut s = DocSchema::compile(&cycle);
+        assert!(s.pin("usp", &Doc::from_value(&good)));
+        assert!(!s.surely_valid(&Doc::from_value(&json!({"usp": good}))));
     }
 
     fn leaf() -> impl Strategy<Value = Value> {
