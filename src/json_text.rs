@@ -59,13 +59,14 @@ pub fn write(value: &Value, out: &mut Vec<u8>) {
 
 /// Appends the JSON text of the object `map` to `out`.
 pub fn write_map(map: &Map<String, Value>, out: &mut Vec<u8>) {
-    write_object(map.iter(), write, out);
+    write_object(map.iter(), |_, v, out| write(v, out), out);
 }
 
-/// Appends an object of `members` (in the order given), each value written by `value`.
-fn write_object<'m, K: AsRef<str> + 'm, V: 'm>(
+/// Appends an object of `members` (in the order given), each value written by `value`, which
+/// is given the member's key too.
+pub fn write_object<'m, K: AsRef<str> + 'm, V: 'm>(
     members: impl Iterator<Item = (&'m K, &'m V)>,
-    value: fn(&V, &mut Vec<u8>),
+    mut value: impl FnMut(&K, &V, &mut Vec<u8>),
     out: &mut Vec<u8>,
 ) {
     out.push(b'{');
@@ -75,7 +76,7 @@ fn write_object<'m, K: AsRef<str> + 'm, V: 'm>(
         }
         write_str(key.as_ref(), out);
         out.push(b':');
-        value(item, out);
+        value(key, item, out);
     }
     out.push(b'}');
 }
@@ -99,7 +100,11 @@ pub fn write_doc(doc: &Doc<'_>, out: &mut Vec<u8>) {
             }
             out.push(b']');
         }
-        Doc::Obj(members) => write_object(members.iter().map(|(k, v)| (k, v)), write_doc, out),
+        Doc::Obj(members) => write_object(
+            members.iter().map(|(k, v)| (k, v)),
+            |_, v, out| write_doc(v, out),
+            out,
+        ),
     }
 }
 

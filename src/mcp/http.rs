@@ -230,20 +230,13 @@ fn framed(
     sse_ok: bool,
     write: impl FnOnce(&mut Vec<u8>),
 ) -> Response<Body> {
-    let mut r = if json_ok || !sse_ok {
-        let mut r = Response::new(full(answer_with(b"", write, b"")));
-        r.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        r
-    } else {
-        let frame = answer_with(b"event: message\ndata: ", write, b"\n\n");
-        let mut r = Response::new(full(Bytes::from(frame)));
-        sse_headers(&mut r);
-        r
-    };
+    if json_ok || !sse_ok {
+        return json_written(status, write);
+    }
+    let frame = answer_with(b"event: message\ndata: ", write, b"\n\n");
+    let mut r = Response::new(full(Bytes::from(frame)));
     *r.status_mut() = status;
+    sse_headers(&mut r);
     r
 }
 
@@ -258,7 +251,12 @@ fn write_written(id: &Value, w: &crate::binding::Written, out: &mut Vec<u8>) {
 }
 
 fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
-    let mut r = Response::new(full(answer_bytes(b"", value, b"")));
+    json_written(status, |out| crate::json_text::write(value, out))
+}
+
+/// A JSON response whose body `write` writes.
+fn json_written(status: StatusCode, write: impl FnOnce(&mut Vec<u8>)) -> Response<Body> {
+    let mut r = Response::new(full(answer_with(b"", write, b"")));
     *r.status_mut() = status;
     r.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -788,13 +786,11 @@ impl Server {
             return empty(StatusCode::ACCEPTED);
         }
         let body = Value::Array(replies);
-        if json_ok {
-            json_response(StatusCode::OK, &body)
-        } else {
-            let mut r = Response::new(full(sse_frame(&body)));
-            sse_headers(&mut r);
-            r
-        }
+        // JSON unless the client takes only SSE (a batch answers SSE whenever JSON is not
+        // accepted).
+        framed(StatusCode::OK, json_ok, true, |out| {
+            crate::json_text::write(&body, out)
+        })
     }
 
     /// Frames a final answer as JSON or a one-event SSE stream, per `Accept`.

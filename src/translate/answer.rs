@@ -103,20 +103,17 @@ fn write_structured(sc: &Doc<'_>, tool: &Tool, out: &mut Vec<u8>) {
     else {
         return crate::json_text::write_doc(sc, out);
     };
-    out.push(b'{');
-    for (i, (k, v)) in members.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        crate::json_text::write_str(k, out);
-        out.push(b':');
-        if k == key {
-            out.extend_from_slice(text);
-        } else {
-            crate::json_text::write_doc(v, out);
-        }
-    }
-    out.push(b'}');
+    crate::json_text::write_object(
+        members.iter().map(|(k, v)| (k, v)),
+        |k, v, out| {
+            if k == key {
+                out.extend_from_slice(text);
+            } else {
+                crate::json_text::write_doc(v, out);
+            }
+        },
+        out,
+    );
 }
 
 /// `structuredContent.messages` holds a message of type `error` (a business outcome, which

@@ -1023,13 +1023,19 @@ mod tests {
         assert!(sure(&schema, &json!("not a date")));
     }
 
-    /// The demo's output schemas, as the loader builds them.
-    fn demo_schemas() -> Vec<(String, Value)> {
+    /// The demo's configuration, as the loader builds it.
+    fn demo_config() -> crate::config::Gateway {
         let dir = crate::demo::write_files("127.0.0.1:9".parse().expect("an address"), None)
             .expect("demo files");
         let g = crate::config::load(&[dir.join("mappings")]).expect("demo config loads");
         let _ = std::fs::remove_dir_all(&dir);
-        g.tools
+        g
+    }
+
+    /// The demo's output schemas, as the loader builds them.
+    fn demo_schemas() -> Vec<(String, Value)> {
+        demo_config()
+            .tools
             .values()
             .filter_map(|t| {
                 let d = t.descriptor.value();
@@ -1064,10 +1070,7 @@ mod tests {
     /// unpinned one on every answer with that member, for each demo tool that has one.
     #[test]
     fn a_pinned_envelope_answers_as_the_whole_check() {
-        let dir = crate::demo::write_files("127.0.0.1:9".parse().expect("an address"), None)
-            .expect("demo files");
-        let g = crate::config::load(&[dir.join("mappings")]).expect("demo config loads");
-        let _ = std::fs::remove_dir_all(&dir);
+        let g = demo_config();
         let mut pinned_tools = 0;
         for tool in g.tools.values() {
             let descriptor = tool.descriptor.value();
