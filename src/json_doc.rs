@@ -40,13 +40,27 @@ const SCAN_MAX: usize = 8;
 /// `m[k]`, the member named `k`.
 pub fn member<'m, 'a>(m: &'m [(Cow<'a, str>, Doc<'a>)], k: &str) -> Option<&'m Doc<'a>> {
     if m.len() <= SCAN_MAX {
-        m.iter().find(|(key, _)| key.as_ref() == k).map(|(_, v)| v)
+        m.iter().find(|(key, _)| same_key(key, k)).map(|(_, v)| v)
     } else {
         m.binary_search_by(|(key, _)| key.as_ref().cmp(k))
             .ok()
             .and_then(|i| m.get(i))
             .map(|(_, v)| v)
     }
+}
+
+/// `a == b` for the short keys of JSON objects, compared in place: the slice comparison calls
+/// `memcmp`, whose call costs more than the comparison of a key of a few bytes.
+#[inline(always)]
+fn same_key(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    if a.len() > 16 {
+        return a == b;
+    }
+    a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 /// Sets member `k` of `m` to `v` (replacing an equal key's value), keeping the order; returns
@@ -107,6 +121,23 @@ impl<'a> Doc<'a> {
             Value::Object(m) => Doc::Obj(
                 m.iter()
                     .map(|(k, v)| (Cow::Borrowed(k.as_str()), Doc::from_value(v)))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// A copy of this value whose strings and keys borrow from it: no text is copied (a
+    /// literal of a program, say, handed out once per output without an allocation per string).
+    pub fn lend(&'a self) -> Doc<'a> {
+        match self {
+            Doc::Null => Doc::Null,
+            Doc::Bool(b) => Doc::Bool(*b),
+            Doc::Num(n) => Doc::Num(n.clone()),
+            Doc::Str(s) => Doc::Str(Cow::Borrowed(s)),
+            Doc::Arr(a) => Doc::Arr(a.iter().map(Doc::lend).collect()),
+            Doc::Obj(m) => Doc::Obj(
+                m.iter()
+                    .map(|(k, v)| (Cow::Borrowed(k.as_ref()), v.lend()))
                     .collect(),
             ),
         }
@@ -244,5 +275,39 @@ mod tests {
             assert_eq!(d.get("k"), None);
             assert_eq!(d.get("zz"), None);
         }
+    }
+
+    #[test]
+    fn keys_of_every_length_match_only_themselves() {
+        // Around the in-place comparison's 16-byte limit, and keys that differ in one byte only.
+        for len in 0..=40usize {
+            let key: String = (0..len).map(|i| (b'a' + (i % 26) as u8) as char).collect();
+            let members: Members = vec![(Cow::Owned(key.clone()), Doc::Bool(true))];
+            assert_eq!(member(&members, &key), Some(&Doc::Bool(true)), "{key}");
+            for at in 0..len {
+                let mut other = key.clone().into_bytes();
+                other[at] = b'Z';
+                let other = String::from_utf8(other).unwrap();
+                assert_eq!(member(&members, &other), None, "{other}");
+            }
+            assert_eq!(member(&members, &format!("{key}a")), None);
+        }
+    }
+
+    #[test]
+    fn a_lent_value_equals_its_source_and_borrows_its_text() {
+        let v = json!({"s": "text", "n": 1.5, "a": [null, true, "x", {"k": "v"}], "o": {}});
+        let owned = Doc::from_owned(v.clone());
+        let lent = owned.lend();
+        assert_eq!(lent, owned);
+        assert_eq!(lent.clone().into_value(), v);
+        let Doc::Obj(m) = &lent else {
+            panic!("an object lends an object")
+        };
+        assert!(m.iter().all(|(k, _)| matches!(k, Cow::Borrowed(_))));
+        assert!(matches!(
+            lent.get("s"),
+            Some(Doc::Str(Cow::Borrowed("text")))
+        ));
     }
 }

@@ -935,10 +935,15 @@ fn exactly_one<'a>(run: impl FnOnce(Out<'_, 'a>) -> Res) -> Result<Doc<'a>, Stop
 /// `.[from:to] | tonumber` of ASCII `text` with literal bounds: [`span`]'s range (bounds past
 /// the end are the end, an end before the start is empty), read by [`integer_text`].
 fn sliced_at<'a>(from: usize, to: Option<usize>, text: &str) -> Result<Doc<'a>, Stop> {
+    sliced_int(from, to, text).map(Doc::from)
+}
+
+/// [`sliced_at`]'s number as a machine integer.
+fn sliced_int(from: usize, to: Option<usize>, text: &str) -> Result<i64, Stop> {
     let len = text.len();
     let s = from.min(len);
     let e = to.map_or(len, |t| t.min(len)).max(s);
-    integer_text(text.get(s..e).unwrap_or_default())
+    integer_of(text.get(s..e).unwrap_or_default())
 }
 
 /// An index that jq reads as a position: a non-negative or negative machine integer.
@@ -988,6 +993,10 @@ impl<'a> Eval<'a> {
 
     /// Exactly one output, else jaq decides (Cartesian products, empty operands).
     fn one(&self, e: &'a Expr, input: &Doc<'a>) -> Result<Doc<'a>, Stop> {
+        // A literal lives as long as the program: its text is lent, not copied.
+        if let Expr::Lit(v) = e {
+            return Ok(v.lend());
+        }
         self.leaf(e, input).map(Cow::into_owned)
     }
 
@@ -1045,6 +1054,57 @@ impl<'a> Eval<'a> {
         }
     }
 
+    /// `+`, `-` and `*` of integers (minutes from the digits of two dates, say) computed on
+    /// machine integers, without the numbers [`arith`] would make and read back. The operands
+    /// taken: integer literals, sliced numbers of ASCII text, integer members of the input,
+    /// `.name | f` of them, and such arithmetic. `None` as soon as an operand is anything else
+    /// (text, null, a float...): the general route then answers, and gives the same answer
+    /// where this one answers, an overflow included (a hand-over to jaq both ways).
+    fn int(&self, e: &'a Expr, input: &Doc<'a>) -> Option<Result<i64, Stop>> {
+        match e {
+            Expr::Lit(Doc::Num(n)) => n.as_i64().map(Ok),
+            Expr::SliceNumAt(from, to, _) => match input {
+                Doc::Str(text) if text.is_ascii() => Some(sliced_int(*from, *to, text)),
+                _ => None,
+            },
+            Expr::Math(op @ (Math::Add | Math::Sub | Math::Mul), l, r) => {
+                let l = match self.int(l, input)? {
+                    Ok(i) => i,
+                    Err(stop) => return Some(Err(stop)),
+                };
+                let r = match self.int(r, input)? {
+                    Ok(i) => i,
+                    Err(stop) => return Some(Err(stop)),
+                };
+                let n = match op {
+                    Math::Add => l.checked_add(r),
+                    Math::Sub => l.checked_sub(r),
+                    _ => l.checked_mul(r),
+                };
+                Some(n.ok_or(Stop::Fallback))
+            }
+            Expr::Path(root, steps) if matches!(**root, Expr::Id) => match steps.as_slice() {
+                [Step::Field(k)] => match field(input, k) {
+                    Ok(Doc::Num(n)) => n.as_i64().map(Ok),
+                    Ok(_) => None,
+                    Err(stop) => Some(Err(stop)),
+                },
+                _ => None,
+            },
+            Expr::Pipe(l, r) => match &**l {
+                Expr::Path(root, steps) if matches!(**root, Expr::Id) => match steps.as_slice() {
+                    [Step::Field(k)] => match field(input, k) {
+                        Ok(v) => self.int(r, v),
+                        Err(stop) => Some(Err(stop)),
+                    },
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     /// Exactly one output, like [`Eval::one`], computed directly (no output callbacks) for
     /// the expressions whose structure gives one output, and borrowed when it is the input, a
     /// literal, a global or a `.name` path into one of them. Every other expression, and every
@@ -1069,11 +1129,10 @@ impl<'a> Eval<'a> {
                     None => Cow::Owned(self.one_each(e, input)?),
                 }
             }
-            Expr::Math(op, l, r) => Cow::Owned(arith(
-                *op,
-                self.operand(l, input)?,
-                self.operand(r, input)?,
-            )?),
+            Expr::Math(op, l, r) => Cow::Owned(match self.int(e, input) {
+                Some(i) => Doc::from(i?),
+                None => arith(*op, self.operand(l, input)?, self.operand(r, input)?)?,
+            }),
             Expr::Str(segs) => {
                 let mut s = String::new();
                 for seg in segs {
@@ -1380,7 +1439,7 @@ impl<'a> Eval<'a> {
         match e {
             Expr::Id => out(input.clone()),
             Expr::Empty => Ok(()),
-            Expr::Lit(v) => out(v.clone()),
+            Expr::Lit(v) => out(v.lend()),
             Expr::Var(_) | Expr::Path(..) => self.each_path(e, input, out),
             Expr::Str(_)
             | Expr::Obj(..)
@@ -1665,6 +1724,11 @@ impl<'a> Eval<'a> {
 /// as 0), the strings whose `tonumber` is a machine integer unambiguously, is read here in one
 /// pass (18 digits cannot overflow); anything else by jaq.
 fn integer_text<'a>(s: &str) -> Result<Doc<'a>, Stop> {
+    integer_of(s).map(Doc::from)
+}
+
+/// [`integer_text`]'s number as a machine integer.
+fn integer_of(s: &str) -> Result<i64, Stop> {
     let (neg, digits) = match s.as_bytes() {
         [b'-', rest @ ..] => (true, rest),
         all => (false, all),
@@ -1679,7 +1743,7 @@ fn integer_text<'a>(s: &str) -> Result<Doc<'a>, Stop> {
         }
         n = n * 10 + i64::from(c - b'0');
     }
-    Ok(Doc::from(if neg { -n } else { n }))
+    Ok(if neg { -n } else { n })
 }
 
 fn is_ref_path(e: &Expr) -> bool {
@@ -1740,6 +1804,39 @@ mod tests {
                 Err(Stop::Fallback),
                 "`{code}` on {input}: jaq says {e}"
             ),
+        }
+    }
+
+    /// Literal text in an output is lent from the program, not copied (no allocation per
+    /// output), and the answers are jaq's.
+    #[test]
+    fn literals_in_outputs_borrow_from_the_program() {
+        for code in [
+            r#"{state: "available", n: 1, l: [1, "x"], o: {"k": "v"}}"#,
+            r#"[.[] | {s: "t", v: .}]"#,
+            r#""lit""#,
+        ] {
+            same(code, json!([1, 2]));
+        }
+        let p = Program::compile(r#"[.[] | {state: "available", v: .}]"#).expect("in the subset");
+        let (a, m) = (args(), meta());
+        let input = Doc::from_owned(json!([1, 2]));
+        let out = p
+            .run_docs(&input, [&a, &m], Doc::Null)
+            .expect("runs natively")
+            .expect("one output");
+        let Doc::Arr(items) = &out else {
+            panic!("an array: {out:?}")
+        };
+        assert_eq!(items.len(), 2);
+        for item in items {
+            assert!(
+                matches!(
+                    item.get("state"),
+                    Some(Doc::Str(Cow::Borrowed("available")))
+                ),
+                "{item:?}"
+            );
         }
     }
 
@@ -1907,6 +2004,55 @@ mod tests {
             let t = json!("2026-12-01T09:05");
             assert_eq!(
                 native(code, &json!({"t": t})),
+                Err(Stop::Fallback),
+                "{code}"
+            );
+        }
+    }
+
+    /// Arithmetic of integers, taken on machine integers ([`Eval::int`]), answers as jaq does,
+    /// and every operand it does not take (text, null, floats, wide integers, an overflow)
+    /// leaves the answer to the general route, which answers the same.
+    #[test]
+    fn integer_arithmetic_matches_jaq() {
+        let doc = json!({
+            "b": "2026-12-01T09:05", "e": "2026-12-01T10:50", "n": 42, "m": -7, "f": 1.5,
+            "s": "x", "z": null, "big": 9_000_000_000_000_000_000u64, "o": {"n": 3},
+            "max": i64::MAX, "min": i64::MIN
+        });
+        let minutes = "def minutes: (.[11:13] | tonumber) * 60 + (.[14:16] | tonumber); ";
+        for code in [
+            "(.e | minutes) - (.b | minutes)",
+            "((.e | minutes) - (.b | minutes)) * 2 + 1",
+            ".n + .m",
+            ".n - .m * 3",
+            ".n * .m - 1",
+            ".n + .f",
+            ".n + .z",
+            ".z + .n",
+            ".n + .s",
+            ".s + .n",
+            ".n + .big",
+            ".n + .missing",
+            ".o | .n + 1",
+            "(.o | .n) * .n",
+            ".n + (.b | minutes)",
+            ".n + 1.5",
+            "3 * 4 - 5",
+            "[(.n, .m) | . * 2 + 1]",
+        ] {
+            same(&format!("{minutes}{code}"), doc.clone());
+        }
+        // The text operand's error and the overflow are handed to jaq, as by the general route.
+        for code in [
+            ".n + (.s | minutes)",
+            "(.s | minutes) + 1",
+            ".max + 1",
+            ".min - 1",
+            ".max * 2",
+        ] {
+            assert_eq!(
+                native(&format!("{minutes}{code}"), &doc),
                 Err(Stop::Fallback),
                 "{code}"
             );
