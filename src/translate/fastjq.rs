@@ -870,6 +870,19 @@ fn field<'v, 'a>(cur: &'v Doc<'a>, k: &str) -> Result<&'v Doc<'a>, Stop> {
     }
 }
 
+/// The name `k` when `e` is `.k`, a member of the input: the commonest path of a mapping,
+/// which the evaluator reads in place.
+#[inline(always)]
+fn input_field(e: &Expr) -> Option<&str> {
+    match e {
+        Expr::Path(root, steps) if matches!(**root, Expr::Id) => match steps.as_slice() {
+            [Step::Field(k)] => Some(k),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// True when `e` has exactly one output whenever it has any (its run either gives one value
 /// or stops): a pipe whose left side is such an expression feeds its right side once. Checked
 /// on the node itself (and a path's root), not recursively: pipes and conditionals answer
@@ -1007,18 +1020,15 @@ impl<'a> Eval<'a> {
         match e {
             Expr::Lit(v) => Ok(Cow::Borrowed(v)),
             Expr::Id => Ok(Cow::Borrowed(input)),
-            Expr::Path(root, steps) if matches!(**root, Expr::Id) => match steps.as_slice() {
-                [Step::Field(k)] => field(input, k).map(Cow::Borrowed),
-                _ => self.val(e, input),
+            Expr::Path(..) => match input_field(e) {
+                Some(k) => field(input, k).map(Cow::Borrowed),
+                None => self.val(e, input),
             },
             // `.name | f` (a field handed to a definition): the member is read here and `f`
             // runs on it, as the pipe would.
-            Expr::Pipe(l, r) => match &**l {
-                Expr::Path(root, steps) if matches!(**root, Expr::Id) => match steps.as_slice() {
-                    [Step::Field(k)] => self.val(r, field(input, k)?),
-                    _ => self.val(e, input),
-                },
-                _ => self.val(e, input),
+            Expr::Pipe(l, r) => match input_field(l) {
+                Some(k) => self.val(r, field(input, k)?),
+                None => self.val(e, input),
             },
             _ => self.val(e, input),
         }
@@ -1083,23 +1093,14 @@ impl<'a> Eval<'a> {
                 };
                 Some(n.ok_or(Stop::Fallback))
             }
-            Expr::Path(root, steps) if matches!(**root, Expr::Id) => match steps.as_slice() {
-                [Step::Field(k)] => match field(input, k) {
-                    Ok(Doc::Num(n)) => n.as_i64().map(Ok),
-                    Ok(_) => None,
-                    Err(stop) => Some(Err(stop)),
-                },
-                _ => None,
+            Expr::Path(..) => match field(input, input_field(e)?) {
+                Ok(Doc::Num(n)) => n.as_i64().map(Ok),
+                Ok(_) => None,
+                Err(stop) => Some(Err(stop)),
             },
-            Expr::Pipe(l, r) => match &**l {
-                Expr::Path(root, steps) if matches!(**root, Expr::Id) => match steps.as_slice() {
-                    [Step::Field(k)] => match field(input, k) {
-                        Ok(v) => self.int(r, v),
-                        Err(stop) => Some(Err(stop)),
-                    },
-                    _ => None,
-                },
-                _ => None,
+            Expr::Pipe(l, r) => match field(input, input_field(l)?) {
+                Ok(v) => self.int(r, v),
+                Err(stop) => Some(Err(stop)),
             },
             _ => None,
         }
