@@ -140,6 +140,8 @@ pub struct Program {
     slots: usize,
     /// Which globals the program names: the others are not converted for a run.
     uses: [bool; 3],
+    /// The member names when the program is `.a.b...` of its input ([`Program::input_path`]).
+    path: Option<Box<[String]>>,
 }
 
 /// Compile-time scope: definitions, filter parameters and variables, innermost first.
@@ -236,11 +238,31 @@ impl Program {
             nodes: 0,
         };
         let expr = c.term(&term, &Rc::new(Scope::Root)).ok()?;
+        let path = match &expr {
+            Expr::Id => Some(Box::default()),
+            Expr::Path(root, steps) if matches!(**root, Expr::Id) => steps
+                .iter()
+                .map(|s| match s {
+                    Step::Field(k) => Some(k.clone()),
+                    _ => None,
+                })
+                .collect(),
+            _ => None,
+        };
         Some(Program {
             expr,
             slots: c.slots,
             uses: c.uses,
+            path,
         })
+    }
+
+    /// The member names `a`, `b`... when the whole program is the path `.a.b...` of its input
+    /// (a mapping's `from: .start_date`, say; none for `.`): its one output is then the value at that path,
+    /// `null` where a member is missing or a value on the way is `null`, and an error (jaq's
+    /// to report) where a value on the way is neither an object nor `null`.
+    pub fn input_path(&self) -> Option<&[String]> {
+        self.path.as_deref()
     }
 
     /// Runs the program on `input` with the global variables in [`GLOBALS`] order; returns

@@ -4,6 +4,7 @@
 
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// Everything but RFC 3986 unreserved characters is encoded inside a segment.
 const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
@@ -109,27 +110,28 @@ impl PathTemplate {
 
     /// Renders the path with each placeholder as one encoded segment.
     pub fn render(&self, args: &Value) -> Result<String, PathError> {
-        let mut out = String::new();
+        let mut out = String::with_capacity(64);
         for part in &self.parts {
             match part {
                 Part::Literal(s) => out.push_str(s),
                 Part::Var(path) => {
-                    let name = path.join(".");
+                    // The variable's name, for an error only.
+                    let name = || path.join(".");
                     let mut v = args;
                     for key in path {
-                        v = v.get(key).ok_or_else(|| PathError::Missing(name.clone()))?;
+                        v = v.get(key).ok_or_else(|| PathError::Missing(name()))?;
                     }
                     let raw = match v {
-                        Value::String(s) => s.clone(),
-                        Value::Number(n) if n.is_i64() || n.is_u64() => n.to_string(),
-                        Value::Null => return Err(PathError::Missing(name)),
-                        _ => return Err(PathError::NotScalar(name)),
+                        Value::String(s) => Cow::Borrowed(s.as_str()),
+                        Value::Number(n) if n.is_i64() || n.is_u64() => Cow::Owned(n.to_string()),
+                        Value::Null => return Err(PathError::Missing(name())),
+                        _ => return Err(PathError::NotScalar(name())),
                     };
                     if raw.is_empty() || raw == "." || raw == ".." {
-                        return Err(PathError::DotOrEmpty(name));
+                        return Err(PathError::DotOrEmpty(name()));
                     }
                     if raw.len() > MAX_SEGMENT_LEN {
-                        return Err(PathError::TooLong(name));
+                        return Err(PathError::TooLong(name()));
                     }
                     out.extend(utf8_percent_encode(&raw, SEGMENT));
                 }

@@ -6,6 +6,7 @@ use crate::config::Tool;
 use crate::model::{Call, Failure};
 use http::{HeaderMap, HeaderValue, Method};
 use serde_json::{Value, json};
+use std::borrow::Cow;
 
 /// A request ready for the REST client.
 #[derive(Debug, Clone)]
@@ -34,11 +35,12 @@ pub fn meta_json(call: &Call) -> Value {
     })
 }
 
-fn scalar(v: &Value) -> Option<String> {
+/// A query or header value's text: a string is lent, not copied.
+fn scalar(v: &Value) -> Option<Cow<'_, str>> {
     match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
+        Value::String(s) => Some(Cow::Borrowed(s)),
+        Value::Number(n) => Some(Cow::Owned(n.to_string())),
+        Value::Bool(b) => Some(Cow::Borrowed(if *b { "true" } else { "false" })),
         _ => None,
     }
 }
@@ -61,38 +63,49 @@ pub fn build(tool: &Tool, call: &Call) -> Result<RestRequest, Failure> {
         .path
         .render(&call.args)
         .map_err(|e| binding.invalid_arguments(e.to_string()))?;
-    let mut url = format!("{}{}", backend.base, path);
+    let mut url = String::with_capacity(backend.base.len() + path.len() + 64);
+    url.push_str(&backend.base);
+    url.push_str(&path);
 
-    let mut pairs: Vec<(String, String)> = Vec::new();
+    // Each value: a path into the arguments is read in place, any other program is run; the
+    // pairs are encoded straight into the URL, whose `?` goes again when there is none.
+    url.push('?');
+    let start = url.len();
+    let mut query = url::form_urlencoded::Serializer::for_suffix(url, start);
     for (name, t) in &tool.query {
-        match t.run(&call.args, vars).map_err(transform_err)? {
-            None | Some(Value::Null) => {}
-            Some(Value::Array(items)) => {
+        let ran;
+        let value = match t.at_path(&call.args, false) {
+            Some(v) => v,
+            None => {
+                ran = t.run(&call.args, vars).map_err(transform_err)?;
+                ran.as_ref().unwrap_or(&Value::Null)
+            }
+        };
+        match value {
+            Value::Null => {}
+            Value::Array(items) => {
                 for item in items {
-                    let s = scalar(&item).ok_or_else(|| {
+                    let s = scalar(item).ok_or_else(|| {
                         binding.invalid_arguments(format!(
                             "query parameter `{name}` must be a list of scalars"
                         ))
                     })?;
-                    pairs.push((name.clone(), s));
+                    query.append_pair(name, &s);
                 }
             }
-            Some(v) => {
-                let s = scalar(&v).ok_or_else(|| {
+            v => {
+                let s = scalar(v).ok_or_else(|| {
                     binding.invalid_arguments(format!(
                         "query parameter `{name}` must be a scalar, not an object"
                     ))
                 })?;
-                pairs.push((name.clone(), s));
+                query.append_pair(name, &s);
             }
         }
     }
-    if !pairs.is_empty() {
-        let q: String = url::form_urlencoded::Serializer::new(String::new())
-            .extend_pairs(&pairs)
-            .finish();
-        url.push('?');
-        url.push_str(&q);
+    let mut url = query.finish();
+    if url.len() == start {
+        url.pop();
     }
 
     let mut headers = HeaderMap::new();
@@ -128,13 +141,21 @@ pub fn build(tool: &Tool, call: &Call) -> Result<RestRequest, Failure> {
         headers.insert(k, v);
     }
     for (name, t) in &tool.headers {
-        let Some(v) = t.run(&call.args, vars).map_err(transform_err)? else {
-            continue;
+        let ran;
+        let v = match t.at_path(&call.args, false) {
+            Some(v) => v,
+            None => {
+                ran = t.run(&call.args, vars).map_err(transform_err)?;
+                match &ran {
+                    Some(v) => v,
+                    None => continue,
+                }
+            }
         };
         if v.is_null() {
             continue;
         }
-        let s = scalar(&v).ok_or_else(|| {
+        let s = scalar(v).ok_or_else(|| {
             binding.invalid_arguments(format!("header `{name}` must be a scalar"))
         })?;
         let hv = HeaderValue::from_str(&s).map_err(|_| {
@@ -182,4 +203,102 @@ pub fn build(tool: &Tool, call: &Call) -> Result<RestRequest, Failure> {
         headers,
         body,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    /// A business with one tool, `q`, whose query and header programs are paths into the
+    /// arguments (read in place) and other programs (run), loaded as the loader builds it.
+    fn tool() -> std::sync::Arc<crate::config::Tool> {
+        let dir = std::env::temp_dir().join(format!(
+            "portico-request-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let openrpc = json!({"openrpc": "1.3.2", "info": {"title": "t", "version": "1"},
+            "methods": [{"name": "q", "params": [
+                {"name": "v", "schema": {}}, {"name": "o", "schema": {}},
+                {"name": "id", "schema": {"type": "string"}}],
+                "result": {"name": "r", "schema": {}}}]});
+        std::fs::write(dir.join("t.openrpc.json"), openrpc.to_string()).expect("openrpc");
+        std::fs::write(
+            dir.join("t.yaml"),
+            "business: t\nbinding: plain\nopenrpc: t.openrpc.json\nbackend:\n  url: http://127.0.0.1:9/base\n\
+             tools:\n  q:\n    http: GET /items/{id}\n\
+             \x20   query: { a: .v, b: .o.k, c: 'if .v == null then null else .v | tostring end', d: .missing }\n\
+             \x20   headers: { X-V: .o.k, X-T: '.v | type' }\n",
+        )
+        .expect("mapping");
+        let g = crate::config::load(&[dir.join("t.yaml")]).expect("loads");
+        let _ = std::fs::remove_dir_all(&dir);
+        g.tools.get("q").cloned().expect("tool q")
+    }
+
+    fn built(tool: &crate::config::Tool, args: Value) -> Result<super::RestRequest, String> {
+        let call = crate::forward::prepare(tool, args).map_err(|_| "refused".to_string())?;
+        super::build(tool, &call).map_err(|f| format!("{f:?}"))
+    }
+
+    /// Paths read in place and programs that run give the same query and headers: scalars
+    /// as text, lists repeated, `null` and missing members left out (and the `?` with them
+    /// when no pair is left), containers refused.
+    #[test]
+    fn paths_into_the_arguments_build_the_query_and_headers_programs_do() {
+        let t = tool();
+        for (args, query, x_v) in [
+            (
+                json!({"id": "i", "v": "a b&c", "o": {"k": "h"}}),
+                "a=a+b%26c&b=h&c=a+b%26c",
+                Some("h"),
+            ),
+            (
+                json!({"id": "i", "v": 7, "o": {"k": true}}),
+                "a=7&b=true&c=7",
+                Some("true"),
+            ),
+            (
+                json!({"id": "i", "v": [1, "x", false], "o": null}),
+                "a=1&a=x&a=false&c=%5B1%2C%22x%22%2Cfalse%5D",
+                None,
+            ),
+            // No pair at all: no `?` either.
+            (json!({"id": "i", "v": null}), "", None),
+            (json!({"id": "i"}), "", None),
+        ] {
+            let r = built(&t, args.clone()).expect("builds");
+            let url = match query {
+                "" => "http://127.0.0.1:9/base/items/i".to_string(),
+                q => format!("http://127.0.0.1:9/base/items/i?{q}"),
+            };
+            assert_eq!(r.url, url, "{args}");
+            assert_eq!(
+                r.headers.get("x-v").and_then(|v| v.to_str().ok()),
+                x_v,
+                "{args}"
+            );
+            let kind = args.get("v").map_or("null", |v| match v {
+                Value::String(_) => "string",
+                Value::Number(_) => "number",
+                Value::Array(_) => "array",
+                _ => "null",
+            });
+            assert_eq!(
+                r.headers.get("x-t").and_then(|v| v.to_str().ok()),
+                Some(kind)
+            );
+        }
+        // A container where a scalar must be, and a path through a value that is not an
+        // object (jq's error): invalid arguments, for paths and programs alike.
+        for args in [
+            json!({"id": "i", "v": {"x": 1}}),
+            json!({"id": "i", "v": [[1]]}),
+            json!({"id": "i", "o": "text"}),
+            json!({"id": "i", "o": {"k": [1]}}),
+        ] {
+            assert!(built(&t, args.clone()).is_err(), "{args}");
+        }
+    }
 }

@@ -157,6 +157,9 @@ impl Object for Top {
 pub struct Summary {
     env: minijinja::Environment<'static>,
     plan: Option<Plan>,
+    /// Room reserved for a rendered text: the source's length and some, about what a
+    /// summary renders to, so the text is not regrown as it is written.
+    capacity: usize,
 }
 
 impl Summary {
@@ -168,6 +171,7 @@ impl Summary {
         Ok(Summary {
             env,
             plan: Plan::parse(src),
+            capacity: src.len() + 64,
         })
     }
 }
@@ -178,7 +182,7 @@ impl Summary {
 /// to MiniJinja.
 pub fn render(s: &Summary, content: &mut Value, args: &Value) -> Result<String, minijinja::Error> {
     if let Some(plan) = &s.plan {
-        let mut out = String::new();
+        let mut out = String::with_capacity(s.capacity);
         if plan
             .render(Content::Tree(content), args, &mut out)
             .is_some()
@@ -193,7 +197,7 @@ pub fn render(s: &Summary, content: &mut Value, args: &Value) -> Result<String, 
 /// summary has none or it meets a value it does not model (then [`render`] must answer, on the
 /// content as a tree, with MiniJinja's text or error).
 pub fn render_doc(s: &Summary, content: &Doc<'_>, args: &Value) -> Option<String> {
-    let mut out = String::new();
+    let mut out = String::with_capacity(s.capacity);
     s.plan
         .as_ref()?
         .render(Content::Doc(content), args, &mut out)?;

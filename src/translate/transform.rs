@@ -236,6 +236,9 @@ impl Transform {
         narrow: bool,
         vars: Vars3<'_>,
     ) -> Result<Option<Value>, RunError> {
+        if let Some(v) = self.at_path(input, narrow) {
+            return Ok(Some(v.clone()));
+        }
         if self.native.is_some()
             && let Some(out) = self.native_answer(&Doc::from_value(input), narrow, vars, || {
                 Cow::Borrowed(input)
@@ -244,6 +247,29 @@ impl Transform {
             return Ok(out);
         }
         self.run_jaq(input, vars)
+    }
+
+    /// The one output of a program that is a path of member names into its input (`.a.b`,
+    /// [`super::fastjq::Program::input_path`]), read in place: no copy of the input and no
+    /// run. `None` when the program is anything else, when a value on the way is neither an
+    /// object nor `null` (jaq reports that error), when the answer holds an integer past
+    /// `i64` (jaq's answer is a float; not looked for in a `narrow` input), and under the
+    /// crosscheck: [`Transform::run_read`] then answers.
+    pub fn at_path<'v>(&self, input: &'v Value, narrow: bool) -> Option<&'v Value> {
+        static NULL: Value = Value::Null;
+        let path = self.native.as_deref()?.input_path()?;
+        if *CROSSCHECK {
+            return None;
+        }
+        let mut v = input;
+        for key in path {
+            v = match v {
+                Value::Object(m) => m.get(key.as_str()).unwrap_or(&NULL),
+                Value::Null => &NULL,
+                _ => return None,
+            };
+        }
+        (narrow || !has_wide_integer(v)).then_some(v)
     }
 
     /// [`Transform::run_read`] on a [`Doc`] (a backend body read in place by
@@ -521,6 +547,85 @@ mod tests {
             t.run_read(&input, narrow, vars).ok().flatten(),
             Some(json!({"a": null, "b": null, "c": 7}))
         );
+    }
+
+    /// A program that is a path of member names is answered in place, with jaq's answer on
+    /// every input kind: the member, `null` through `null` or a missing member, jaq's error
+    /// through anything else, and jaq's float for an integer past i64.
+    #[test]
+    fn member_paths_are_read_in_place_with_jaqs_answers() {
+        let wide: Value =
+            serde_json::from_str(r#"{"a": {"b": 10000000000854346115}}"#).expect("JSON");
+        let inputs = [
+            json!({"a": {"b": "x", "c": [1, 2]}, "d": 3}),
+            json!({"a": {"b": null}}),
+            json!({"a": null}),
+            json!({}),
+            json!(null),
+            json!({"a": "text"}),
+            json!({"a": [1, 2]}),
+            json!({"a": 1.5}),
+            json!([{"a": 1}]),
+            json!("s"),
+            json!(true),
+            wide,
+        ];
+        let vars = Vars3 {
+            args: &Value::Null,
+            status: 200,
+            meta: &Value::Null,
+        };
+        for code in [
+            ".",
+            ".a",
+            ".a.b",
+            ".a.c",
+            ".d",
+            ".missing.b",
+            "def f: .; .a.b",
+        ] {
+            let t = Transform::compile(code).expect("compiles");
+            for input in &inputs {
+                let reference = t.run_jaq(input, vars);
+                assert_eq!(
+                    t.run_read(input, false, vars),
+                    reference,
+                    "{code} on {input}"
+                );
+                match t.at_path(input, false) {
+                    // In place: the answer is the input's own value.
+                    Some(v) => {
+                        assert_eq!(Ok(Some(v.clone())), reference, "{code} on {input}");
+                        let mut parts = code.trim_start_matches("def f: .; ").split('.');
+                        parts.next();
+                        let mut at = Some(input);
+                        for k in parts.filter(|k| !k.is_empty()) {
+                            at = at.and_then(|x| x.get(k));
+                        }
+                        if let Some(at) = at {
+                            assert!(std::ptr::eq(v, at), "{code} on {input}: not read in place");
+                        }
+                    }
+                    None => assert!(
+                        reference.is_err()
+                            || reference
+                                .as_ref()
+                                .ok()
+                                .and_then(Option::as_ref)
+                                .is_some_and(|v| has_wide_integer(input) && !has_wide_integer(v)),
+                        "{code} on {input}: {reference:?} was not read in place"
+                    ),
+                }
+            }
+        }
+        // Any other program runs.
+        for code in [".a?", ".[0]", ".a | .b", "{a}", ".a | tostring", "$args.a"] {
+            let t = Transform::compile(code).expect("compiles");
+            assert!(
+                t.at_path(&json!({"a": {"b": 1}}), false).is_none(),
+                "{code}"
+            );
+        }
     }
 
     #[test]
