@@ -344,12 +344,12 @@ fn sse_headers(r: &mut Response<Body>) {
 
 /// Which media types the client accepts: (json, sse).
 fn accepts(headers: &HeaderMap) -> (bool, bool) {
-    let values: Vec<&str> = headers
+    let mut values = headers
         .get_all(header::ACCEPT)
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .collect();
-    if values.is_empty() {
+        .peekable();
+    if values.peek().is_none() {
         return (true, true);
     }
     let mut json = false;

@@ -290,7 +290,8 @@ impl Program {
     ) -> Result<Option<Doc<'a>>, Stop> {
         let locals = self.slots.saturating_sub(GLOBALS.len());
         // Unbound slots share one `null`; a binding replaces its slot's Rc, never mutates it.
-        let null = Rc::new(Doc::Null);
+        // A program without local variables (most) allocates none.
+        let null = (locals > 0).then(|| Rc::new(Doc::Null));
         // Only the globals the program names are converted; the others stay `null`.
         let ([args, meta], [ua, us, um]) = (globals, self.uses);
         let named = |used: bool, v: &'a Value| if used { Doc::from_value(v) } else { Doc::Null };
@@ -300,7 +301,7 @@ impl Program {
                 if us { status } else { Doc::Null },
                 named(um, meta),
             ],
-            locals: RefCell::new((0..locals).map(|_| Rc::clone(&null)).collect()),
+            locals: RefCell::new(null.map_or_else(Vec::new, |null| vec![null; locals])),
         };
         let mut first = None;
         let r = ev.each(&self.expr, input, &mut |v| {
