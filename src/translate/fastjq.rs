@@ -258,9 +258,9 @@ impl Program {
     }
 
     /// The member names `a`, `b`... when the whole program is the path `.a.b...` of its input
-    /// (a mapping's `from: .start_date`, say; none for `.`): its one output is then the value at that path,
-    /// `null` where a member is missing or a value on the way is `null`, and an error (jaq's
-    /// to report) where a value on the way is neither an object nor `null`.
+    /// (a mapping's `from: .start_date`, say; none for `.`): its one output is then the value
+    /// at that path, `null` where a member is missing or a value on the way is `null`, and an
+    /// error (jaq's to report) where a value on the way is neither an object nor `null`.
     pub fn input_path(&self) -> Option<&[String]> {
         self.path.as_deref()
     }
