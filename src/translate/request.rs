@@ -67,21 +67,14 @@ pub fn build(tool: &Tool, call: &Call) -> Result<RestRequest, Failure> {
     url.push_str(&backend.base);
     url.push_str(&path);
 
-    // Each value: a path into the arguments is read in place, any other program is run; the
+    // Each value: a path into the arguments is lent in place, any other program is run; the
     // pairs are encoded straight into the URL, whose `?` goes again when there is none.
     url.push('?');
     let start = url.len();
     let mut query = url::form_urlencoded::Serializer::for_suffix(url, start);
     for (name, t) in &tool.query {
-        let ran;
-        let value = match t.at_path(&call.args, false) {
-            Some(v) => v,
-            None => {
-                ran = t.run(&call.args, vars).map_err(transform_err)?;
-                ran.as_ref().unwrap_or(&Value::Null)
-            }
-        };
-        match value {
+        let value = t.run_lent(&call.args, false, vars).map_err(transform_err)?;
+        match value.as_deref().unwrap_or(&Value::Null) {
             Value::Null => {}
             Value::Array(items) => {
                 for item in items {
@@ -141,21 +134,13 @@ pub fn build(tool: &Tool, call: &Call) -> Result<RestRequest, Failure> {
         headers.insert(k, v);
     }
     for (name, t) in &tool.headers {
-        let ran;
-        let v = match t.at_path(&call.args, false) {
-            Some(v) => v,
-            None => {
-                ran = t.run(&call.args, vars).map_err(transform_err)?;
-                match &ran {
-                    Some(v) => v,
-                    None => continue,
-                }
-            }
+        let Some(v) = t.run_lent(&call.args, false, vars).map_err(transform_err)? else {
+            continue;
         };
         if v.is_null() {
             continue;
         }
-        let s = scalar(v).ok_or_else(|| {
+        let s = scalar(&v).ok_or_else(|| {
             binding.invalid_arguments(format!("header `{name}` must be a scalar"))
         })?;
         let hv = HeaderValue::from_str(&s).map_err(|_| {

@@ -236,17 +236,29 @@ impl Transform {
         narrow: bool,
         vars: Vars3<'_>,
     ) -> Result<Option<Value>, RunError> {
+        self.run_lent(input, narrow, vars)
+            .map(|out| out.map(Cow::into_owned))
+    }
+
+    /// [`Transform::run_read`], answering a program that is a path of member names into its
+    /// input ([`Transform::at_path`]) with the input's own value, lent rather than copied.
+    pub fn run_lent<'v>(
+        &self,
+        input: &'v Value,
+        narrow: bool,
+        vars: Vars3<'_>,
+    ) -> Result<Option<Cow<'v, Value>>, RunError> {
         if let Some(v) = self.at_path(input, narrow) {
-            return Ok(Some(v.clone()));
+            return Ok(Some(Cow::Borrowed(v)));
         }
         if self.native.is_some()
             && let Some(out) = self.native_answer(&Doc::from_value(input), narrow, vars, || {
                 Cow::Borrowed(input)
             })?
         {
-            return Ok(out);
+            return Ok(out.map(Cow::Owned));
         }
-        self.run_jaq(input, vars)
+        Ok(self.run_jaq(input, vars)?.map(Cow::Owned))
     }
 
     /// The one output of a program that is a path of member names into its input (`.a.b`,
@@ -254,8 +266,8 @@ impl Transform {
     /// run. `None` when the program is anything else, when a value on the way is neither an
     /// object nor `null` (jaq reports that error), when the answer holds an integer past
     /// `i64` (jaq's answer is a float; not looked for in a `narrow` input), and under the
-    /// crosscheck: [`Transform::run_read`] then answers.
-    pub fn at_path<'v>(&self, input: &'v Value, narrow: bool) -> Option<&'v Value> {
+    /// crosscheck: [`Transform::run_lent`] then runs the program.
+    fn at_path<'v>(&self, input: &'v Value, narrow: bool) -> Option<&'v Value> {
         static NULL: Value = Value::Null;
         let path = self.native.as_deref()?.input_path()?;
         if *CROSSCHECK {
@@ -596,6 +608,10 @@ mod tests {
                     // In place: the answer is the input's own value.
                     Some(v) => {
                         assert_eq!(Ok(Some(v.clone())), reference, "{code} on {input}");
+                        assert!(
+                            matches!(t.run_lent(input, false, vars), Ok(Some(Cow::Borrowed(_)))),
+                            "{code} on {input}: lent, not copied"
+                        );
                         let mut parts = code.trim_start_matches("def f: .; ").split('.');
                         parts.next();
                         let mut at = Some(input);
