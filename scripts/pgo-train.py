@@ -1,136 +1,101 @@
 #!/usr/bin/env python3
 """The training workload of scripts/build-pgo, against a portico serving the demo mappings.
 
-Usage: pgo-train.py <port> <seconds>. Every demo tool in both protocol eras (sessions for
-2025-11-25, stateless for 2026-07-28), a few bad requests, then the USP availability query from
-32 connections for <seconds>. Loopback only. Exits non-zero when the workload stops exercising
-what it should (no tools listed, no booking made, no session completed, a failed hot call), so
-a mapping change cannot leave the profile trained on errors; tests/e2e/test_pgo_train.py runs it.
+Usage: pgo-train.py <port> <seconds>. Loopback only. Rounds of scripts/soak's workload (its
+client and its `one_round`: every demo tool at both eras, 2026-07-28 stateless and 2025-11-25
+with a session, plus refused calls) with `tools/list`, an `ask_business` question, malformed JSON and a batch
+in each,
+then the USP availability query from 32 keep-alive connections for <seconds>. Exits non-zero
+when a call failed unexpectedly (soak's accounting) or a tool never succeeded, so a mapping
+change cannot leave the profile trained on error paths; tests/e2e/test_pgo_train.py runs it.
 """
-import http.client, json, sys, threading, time
+import http.client, importlib.machinery, importlib.util, json, random, sys, threading, time
+from pathlib import Path
+
+loader = importlib.machinery.SourceFileLoader("soak", str(Path(__file__).with_name("soak")))
+spec = importlib.util.spec_from_loader("soak", loader)
+soak = importlib.util.module_from_spec(spec)
+loader.exec_module(soak)
+
 port, seconds = int(sys.argv[1]), float(sys.argv[2])
-done = {"tools": 0, "bookings": 0, "sessions": 0, "asks": 0, "load": 0}
-failures = []
-NEW, OLD = "2026-07-28", "2025-11-25"
-USP_META = {"usp": {"profile": "https://agent.example/profiles/usp.json"}}
-UCP_META = {"ucp-agent": {"profile": "https://platform.example/p.json"}}
+ROUNDS = 28
+# Tools whose success the workload must see at least once (a result, not an error).
+MUST = ["usp_services_list", "usp_services_get", "usp_availability_query", "usp_bookings_create",
+        "usp_bookings_get", "usp_bookings_cancel", "create_booking_session", "get_booking_session",
+        "update_booking_session", "complete_booking_session", "cancel_booking_session", "ask_business"]
+succeeded = {name: 0 for name in MUST}
 
-class Client:
-    def __init__(self, era):
-        self.c = http.client.HTTPConnection("127.0.0.1", port)
-        self.era, self.session, self.n = era, None, 0
-        if era == OLD:
-            r = self.rpc("initialize", {"protocolVersion": OLD, "capabilities": {},
-                                        "clientInfo": {"name": "pgo-train", "version": "1"}})
-            assert "result" in r, r
-            self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    def post(self, msg, extra=None):
-        h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-             "MCP-Protocol-Version": self.era}
-        if self.session:
-            h["Mcp-Session-Id"] = self.session
-        if self.era == NEW and isinstance(msg, dict) and "method" in msg and "id" in msg:
-            h["Mcp-Method"] = msg["method"]
-            name = msg.get("params", {}).get("name")
-            if name:
-                h["Mcp-Name"] = name
-        h.update(extra or {})
-        body = msg if isinstance(msg, bytes) else json.dumps(msg).encode()
-        self.c.request("POST", "/mcp", body, h)
-        r = self.c.getresponse()
-        sid = r.getheader("Mcp-Session-Id")
-        if sid:
-            self.session = sid
-        return r.status, r.read()
-    def rpc(self, method, params):
-        self.n += 1
-        params = dict(params)
-        if self.era == NEW:
-            params["_meta"] = {"io.modelcontextprotocol/protocolVersion": NEW,
-                               "io.modelcontextprotocol/clientCapabilities": {}}
-        status, data = self.post({"jsonrpc": "2.0", "id": self.n, "method": method, "params": params})
-        if data.startswith(b"event:") or data.startswith(b"data:"):
-            data = [l[5:] for l in data.split(b"\n") if l.startswith(b"data:")][-1]
-        return json.loads(data)
-    def call(self, name, args):
-        r = self.rpc("tools/call", {"name": name, "arguments": args})
-        assert "result" in r or "error" in r, r
-        return r.get("result") or {}
-    def close(self):
-        if self.session:
-            self.c.request("DELETE", "/mcp", headers={"Mcp-Session-Id": self.session,
-                                                      "MCP-Protocol-Version": self.era})
-            self.c.getresponse().read()
-        self.c.close()
 
-def flows(era, day):
-    c = Client(era)
-    if era == NEW:
-        c.rpc("server/discover", {})
-    tools = c.rpc("tools/list", {}).get("result", {}).get("tools", [])
-    done["tools"] = max(done["tools"], len(tools))
-    c.call("usp_services_list", {})
-    for sid in ["MASSAGE-60", "FACIAL-45", "NOPE"]:
-        c.call("usp_services_get", {"service_id": sid})
-    r = c.call("usp_availability_query", {"service_id": "SAUNA-30", "start_date": day, "end_date": day})
-    slots = (r.get("structuredContent") or {}).get("slots") or []
-    if slots:
-        create = {"service_id": "SAUNA-30", "slot_id": slots[0]["id"],
-                  "buyer": {"first_name": "Ana", "last_name": "Silva", "email": "ana@example.com"},
-                  "_meta": {"usp": dict(USP_META["usp"], idempotency_key=f"k-{era}-{day}")}}
-        b = (c.call("usp_bookings_create", create).get("structuredContent") or {}).get("booking") or {}
-        if b.get("id"):
-            done["bookings"] += 1
-            c.call("usp_bookings_get", {"booking_id": b["id"], "_meta": USP_META})
-            c.call("usp_bookings_cancel", {"booking_id": b["id"], "reason": "training", "_meta": USP_META})
-    stay = {"property": {"id": "HH-LIS"}, "stays": [{"accommodation_type": {"id": "DBL"},
-            "rate_plan": {"id": "FLEX"}, "occupancy": {"adults": 2, "children": 0},
-            "stay_dates": {"start_date": "2027-01-20", "end_date": "2027-01-23"}}]}
-    s = c.call("create_booking_session", {"booking": stay, "meta": UCP_META}).get("structuredContent") or {}
-    if s.get("id"):
-        booker = dict(stay, booker={"first_name": "Carla", "last_name": "Mendes", "email": "c@example.com"})
-        c.call("update_booking_session", {"id": s["id"], "booking": booker, "meta": UCP_META})
-        pay = {"payment": {"instruments": [{"id": "pi_1", "type": "card",
-               "credential": {"type": "PAYMENT_GATEWAY", "token": "tok_visa_4242"}}]}}
-        r = c.call("complete_booking_session", {"id": s["id"], "booking": pay,
-                   "meta": dict(UCP_META, **{"idempotency-key": f"c-{era}-{day}"})})
-        if not r.get("isError") and (r.get("structuredContent") or {}).get("id") == s["id"]:
-            done["sessions"] += 1
-        c.call("get_booking_session", {"id": s["id"], "meta": UCP_META})
-        c.call("cancel_booking_session", {"id": s["id"], "meta": dict(UCP_META, **{"idempotency-key": f"x-{era}-{day}"})})
-    r = c.call("ask_business", {"ask": {"query": "Can I bring my dog?"}, "meta": UCP_META})
-    if not r.get("isError") and r.get("structuredContent"):
-        done["asks"] += 1
-    # Bad input: schema violations, an unknown tool, malformed JSON, a batch.
-    c.call("usp_availability_query", {"service_id": 7})
-    c.rpc("tools/call", {"name": "no_such_tool", "arguments": {}})
-    c.post(b'{"jsonrpc":"2.0","id":1,"method":')
-    c.post(b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]')
-    c.close()
+class Client(soak.Client):
+    """soak's client, counting each tool's successes."""
 
-for i in range(28):
-    day = f"2026-12-{i + 1:02d}"
-    flows(NEW, day)
-    flows(OLD, day)
+    def tool(self, name, args, expect="ok"):
+        sc = super().tool(name, args, expect)
+        business_error = any(m.get("type") == "error" for m in sc.get("messages", []) if
+                             isinstance(m, dict)) if sc else True
+        if sc and name in succeeded and not business_error and sc.get("ucp", {}).get("status") != "error":
+            succeeded[name] += 1
+        return sc
+
+
+rnd = random.Random(7)
+tools = 0
+for i in range(ROUNDS):
+    for era in (soak.MODERN, soak.LEGACY):
+        c = Client(port, era)
+        if era == soak.LEGACY:
+            c.initialize()
+        else:
+            c.send("server/discover", {})
+        status, body = c.send("tools/list", {})
+        tools = max(tools, len(((body or {}).get("result") or {}).get("tools", [])))
+        soak.one_round(c, rnd, ["MASSAGE-60", "FACIAL-45", "SAUNA-30"])
+        c.tool("ask_business", soak.ucp({"ask": {"query": "Can I bring my dog?"}}))
+        c.close()
+    # Malformed JSON and a batch: refused with a 4xx, never an answer.
+    for bad in (b'{"jsonrpc":"2.0","id":1,"method":', b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]'):
+        status, _, _ = soak.request(port, "POST", "/mcp", bad, soak.Client(port, soak.MODERN).headers("ping"))
+        soak.STATS.call(400 <= status < 500, f"bad input: HTTP {status}")
 
 stop = time.time() + seconds
-def load():
-    c = Client(NEW)
-    args = {"service_id": "MASSAGE-60", "start_date": "2026-12-01", "end_date": "2026-12-02"}
+load = [0]
+failures = []
+
+
+def hot():
+    conn = http.client.HTTPConnection("127.0.0.1", port)
+    c = soak.Client(port, soak.MODERN)
+    msg = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "usp_availability_query",
+        "arguments": {"service_id": "MASSAGE-60", "start_date": "2026-12-01", "end_date": "2026-12-02"},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": soak.MODERN,
+                  "io.modelcontextprotocol/clientCapabilities": {}}}}
+    body = json.dumps(msg)
+    headers = c.headers("tools/call", "usp_availability_query")
     try:
         while time.time() < stop:
-            r = c.call("usp_availability_query", args)
-            assert r.get("structuredContent", {}).get("slots"), r
-            done["load"] += 1
+            conn.request("POST", "/mcp", body, headers)
+            r = conn.getresponse()
+            answer = soak.rpc_body(r.read(), r.getheader("Content-Type"))
+            assert (answer or {}).get("result", {}).get("structuredContent", {}).get("slots"), answer
+            load[0] += 1
     except Exception as e:  # reported below: a thread's exception would not fail the run
         failures.append(repr(e))
-threads = [threading.Thread(target=load) for _ in range(32)]
-for t in threads: t.start()
-for t in threads: t.join()
 
+
+threads = [threading.Thread(target=hot) for _ in range(32)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+
+calls, errors, _ = soak.STATS.snapshot()
+done = {"tools": tools, "calls": calls, "errors": errors, "load": load[0], "succeeded": succeeded}
 print("pgo-train:", json.dumps(done), file=sys.stderr)
+if errors:
+    sys.exit(f"pgo-train: {errors} unexpected errors: {soak.STATS.last_errors[:3]}")
 if failures:
     sys.exit(f"pgo-train: the load failed: {failures[0]}")
-missing = [k for k, v in done.items() if v == 0]
-if missing:
-    sys.exit(f"pgo-train: the workload exercised nothing of: {', '.join(missing)} ({done})")
+missing = [k for k, v in succeeded.items() if v == 0] + (["load"] if not load[0] else [])
+if missing or not tools:
+    sys.exit(f"pgo-train: the workload never succeeded at: {', '.join(missing) or 'tools/list'}")
