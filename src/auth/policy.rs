@@ -415,7 +415,7 @@ pub fn compile(
     }
     let mut api_keys = Vec::new();
     for (i, k) in spec.api_keys.iter().enumerate() {
-        match crate::config::compile::substitute_env(&k.value) {
+        match crate::util::env::substitute_env(&k.value) {
             Ok(v) if v.len() >= 16 => api_keys.push(ApiKey {
                 name: k.name.clone(),
                 value: v.into_bytes(),

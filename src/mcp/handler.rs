@@ -2,6 +2,7 @@
 //! resources, prompts, completion. Era differences in result shape and error codes are applied
 //! here; transport concerns (headers, sessions, SSE) are not.
 
+pub use super::answer::Answer;
 use super::jsonrpc::{INVALID_PARAMS, METHOD_NOT_FOUND};
 use crate::catalog::{self, CatalogError};
 
@@ -58,52 +59,6 @@ impl Default for ServerInfo {
 pub struct Core {
     pub gateway: ArcSwap<Gateway>,
     pub info: ServerInfo,
-}
-
-/// The outcome of one request, before transport framing.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Answer {
-    Result(Value),
-    /// A tool result written as text on the hot path (`crate::binding::Written`).
-    Written(crate::binding::Written),
-    Error {
-        code: i64,
-        message: String,
-        data: Option<Value>,
-        http_status: Option<u16>,
-    },
-}
-
-impl Answer {
-    /// The JSON-RPC response for request `id`.
-    pub fn into_message(self, id: &Value) -> Value {
-        match self {
-            Answer::Result(r) => super::jsonrpc::result(id, r),
-            Answer::Written(w) => super::jsonrpc::result(id, w.to_value()),
-            // An HTTP-only answer framed as JSON-RPC (an SSE reply already started): -32603.
-            Answer::Error {
-                code: crate::binding::HTTP_PROBLEM,
-                message,
-                data,
-                ..
-            } => super::jsonrpc::error(id, INTERNAL_ERROR, &message, data),
-            Answer::Error {
-                code,
-                message,
-                data,
-                ..
-            } => super::jsonrpc::error(id, code, &message, data),
-        }
-    }
-
-    fn error(code: i64, message: impl Into<String>) -> Self {
-        Answer::Error {
-            code,
-            message: message.into(),
-            data: None,
-            http_status: None,
-        }
-    }
 }
 
 fn server_info_json(info: &ServerInfo) -> Value {

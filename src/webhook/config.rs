@@ -4,10 +4,11 @@
 use super::egress::RetryPolicy;
 use super::keys::{Alg, VerifyingKey};
 use crate::binding::Kind;
-use crate::config::compile::{parse_duration, substitute_env};
 use crate::config::diag::{Diagnostic, jq_error_place, locate_yaml};
 use crate::config::mapping::{RetrySpec, WebhookSpec};
 use crate::translate::transform::Transform;
+use crate::util::duration::parse_duration;
+use crate::util::env::substitute_env;
 use http::HeaderName;
 use std::fmt;
 use std::path::Path;
