@@ -60,6 +60,19 @@ impl WebhookConfig {
         super::egress::subject_at(event, &self.resource_id)
     }
 
+    /// The booking id a resource URI of this business names (the inverse of [`Self::uri_for`]).
+    pub fn id_of(&self, uri: &str) -> Option<String> {
+        let (prefix, suffix) = self.resource_uri.split_once("{id}")?;
+        let segment = uri.strip_prefix(prefix)?.strip_suffix(suffix)?;
+        if segment.is_empty() || segment.contains('/') {
+            return None;
+        }
+        percent_encoding::percent_decode_str(segment)
+            .decode_utf8()
+            .ok()
+            .map(|s| s.into_owned())
+    }
+
     /// The URI prefix every booking resource of this business starts with.
     pub fn uri_prefix(&self) -> &str {
         self.resource_uri
