@@ -285,3 +285,32 @@ pub fn compile(
         retry,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn booking_ids_round_trip_through_resource_uris() {
+        let cfg = WebhookConfig {
+            business: "spa".into(),
+            keys: Vec::new(),
+            algorithms: Vec::new(),
+            max_age: DEFAULT_MAX_AGE,
+            hmac: None,
+            transform: None,
+            event_id: "/event_id".into(),
+            resource_id: "/booking_id".into(),
+            resource_uri: "usp://bookings/{id}/state".into(),
+            method: "usp_webhook".into(),
+            deliver_to: Vec::new(),
+            retry: RetryPolicy::default(),
+        };
+        for id in ["B-1", "a b/c?", "é"] {
+            assert_eq!(cfg.id_of(&cfg.uri_for(id)).as_deref(), Some(id));
+        }
+        assert_eq!(cfg.id_of("usp://bookings//state"), None);
+        assert_eq!(cfg.id_of("usp://bookings/a/b/state"), None);
+        assert_eq!(cfg.id_of("usp://other/B-1/state"), None);
+    }
+}

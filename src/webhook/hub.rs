@@ -549,6 +549,32 @@ mod tests {
         assert!(next_text(&mut h).await.contains("\"h1\""));
     }
 
+    /// Lets through the events of one business only.
+    struct Only(&'static str);
+
+    impl Gate for Only {
+        fn allows<'a>(&'a self, business: &'a str, _: Option<&'a str>, _: Instant) -> GateFut<'a> {
+            let ok = business == self.0;
+            Box::pin(async move { ok })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_gated_client_gets_only_what_its_gate_allows_live_and_replayed() {
+        let hub = Hub::new(HubOptions::default());
+        hub.publish("hotel", "usp_webhook", ev("h0", "H-1"), None);
+        hub.publish("spa", "usp_webhook", ev("s0", "A-1"), None);
+        let gate: Arc<dyn Gate> = Arc::new(Only("spa"));
+        let mut gated = Box::pin(hub.listen("s1", Filter::default(), Some(0), Some(gate)));
+        let mut open = Box::pin(hub.listen("s2", Filter::default(), None, None));
+        hub.publish("hotel", "usp_webhook", ev("h1", "H-1"), None);
+        hub.publish("spa", "usp_webhook", ev("s1", "A-1"), None);
+        assert!(next_text(&mut gated).await.contains("\"s0\""), "replayed");
+        assert!(next_text(&mut gated).await.contains("\"s1\""), "live");
+        assert!(next_text(&mut open).await.contains("\"h1\""));
+        assert!(next_text(&mut open).await.contains("\"s1\""));
+    }
+
     #[tokio::test]
     async fn overflow_drops_the_oldest_frames() {
         let hub = Hub::new(HubOptions {
