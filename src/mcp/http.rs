@@ -569,15 +569,12 @@ impl Server {
         gate.await.map(|g| g as Arc<dyn crate::webhook::hub::Gate>)
     }
 
-    /// `resources/list` answers also name the booking resources the caller owns
+    /// A `resources/list` answer that also names the booking resources the caller owns
     /// (`webhook::edge::owned_resources`); such a list is the caller's own (`private`).
-    async fn with_owned(&self, method: &str, answer: Answer) -> Answer {
+    async fn with_owned(&self, answer: Answer) -> Answer {
         let Answer::Result(mut r) = answer else {
             return answer;
         };
-        if method != "resources/list" {
-            return Answer::Result(r);
-        }
         let gateway = self.core.gateway.load_full();
         if !gateway
             .businesses
@@ -1066,8 +1063,10 @@ impl Server {
                         .observed_call(id, era, params, call, json_ok, sse_ok)
                         .await;
                 }
-                let answer = handler::handle(&self.core, &era, &method, params.clone()).await;
-                let answer = self.with_owned(&method, answer).await;
+                let mut answer = handler::handle(&self.core, &era, &method, params.clone()).await;
+                if method == "resources/list" {
+                    answer = self.with_owned(answer).await;
+                }
                 if method == "logging/setLevel"
                     && matches!(answer, Answer::Result(_))
                     && let Some(l) = params
@@ -1270,8 +1269,10 @@ impl Server {
                 .observed_call(id, era, params, call, json_ok, sse_ok)
                 .await;
         }
-        let answer = handler::handle(&self.core, &era, &method, params).await;
-        let answer = self.with_owned(&method, answer).await;
+        let mut answer = handler::handle(&self.core, &era, &method, params).await;
+        if method == "resources/list" {
+            answer = self.with_owned(answer).await;
+        }
         if let Answer::Error {
             code: METHOD_NOT_FOUND,
             message,
