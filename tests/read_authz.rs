@@ -17,10 +17,12 @@ const PROFILE: &str = "https://agent.example/profiles/a.json";
 /// The policy, resources and prompt added to the demo spa mapping.
 const EXTRA: &str = r#"
 authorization:
-  accepted_mechanisms: [api_key]
+  accepted_mechanisms: [api_key, booking_scoped_credential]
   api_keys:
     - { name: partner-a, value: "partner-a-key-0123456789abcdef" }
     - { name: partner-b, value: "partner-b-key-0123456789abcdef" }
+  booking_scoped_credential:
+    issue: { usp_bookings_create: /booking/id }
   resources: { "spa://catalog": public }
 
 resources:
@@ -168,6 +170,12 @@ impl Env {
 
     /// Partner A books a massage; the booking id.
     async fn book(&self) -> String {
+        let sc = self.book_result().await;
+        sc["booking"]["id"].as_str().unwrap_or_default().to_string()
+    }
+
+    /// Partner A books a massage; the tool's `structuredContent`.
+    async fn book_result(&self) -> Value {
         let a = self
             .modern(
                 None,
@@ -191,10 +199,12 @@ impl Env {
                 json!({"name": "usp_bookings_create", "arguments": args}),
             )
             .await;
-        a.sc()["booking"]["id"]
-            .as_str()
-            .unwrap_or_else(|| panic!("not booked: {}", a.text))
-            .to_string()
+        assert!(
+            a.sc()["booking"]["id"].is_string(),
+            "not booked: {}",
+            a.text
+        );
+        a.sc().clone()
     }
 
     /// Partner A cancels the booking (another webhook event about it).
@@ -625,5 +635,57 @@ async fn mapped_rest_resources_are_the_owners() {
         )
         .await;
     assert!(open.result()["contents"].is_array(), "{}", open.text);
+    env.stop().await;
+}
+
+/// A booking-scoped credential (issued to partner A with the booking) is a grant of that one
+/// booking: its bearer reads it and lists it, and nothing of partner A's other bookings.
+#[tokio::test]
+async fn a_booking_scoped_credential_reads_its_own_booking_only() {
+    let env = Env::start().await;
+    let first = env.book_result().await;
+    let id = first["booking"]["id"].as_str().unwrap().to_string();
+    let credential = first["booking_scoped_credential"]["value"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no credential: {first}"))
+        .to_string();
+    let other = env.book().await;
+    env.event_arrived(&id).await;
+    env.event_arrived(&other).await;
+    let bearer = format!("Bearer {credential}");
+    let read = |uri: String| {
+        let rb = modern(
+            &env.http,
+            &env.url,
+            1,
+            "resources/read",
+            json!({"uri": uri}),
+        );
+        send(rb.header("authorization", bearer.clone()))
+    };
+    for uri in [
+        format!("usp://bookings/{id}"),
+        format!("spa://appointments/{id}"),
+    ] {
+        let a = read(uri.clone()).await;
+        assert!(a.text.contains("alice@example.com"), "{uri}: {}", a.text);
+    }
+    for uri in [
+        format!("usp://bookings/{other}"),
+        format!("spa://appointments/{other}"),
+    ] {
+        let a = read(uri.clone()).await;
+        assert_eq!(a.error_code(), Some(-32602), "{uri}: {}", a.text);
+    }
+    let rb = modern(&env.http, &env.url, 1, "resources/list", json!({}));
+    let list = send(rb.header("authorization", bearer.clone())).await;
+    let uris: Vec<&str> = list.result()["resources"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{}", list.text))
+        .iter()
+        .filter_map(|r| r["uri"].as_str())
+        .filter(|u| u.starts_with("usp://"))
+        .collect();
+    assert_eq!(uris, [format!("usp://bookings/{id}")]);
     env.stop().await;
 }
