@@ -52,9 +52,9 @@ pub const STATE_EVENTS: &str = "portico_state_events_read_total";
 pub const UPSTREAM_RETRIES: &str = "portico_upstream_retries_total";
 /// Calls refused because the backend's concurrency limit was reached.
 pub const UPSTREAM_SHED: &str = "portico_upstream_shed_total";
-/// Circuit breaker state changes by business and new state.
+/// Circuit breaker state changes by business, route (tool or resource) and new state.
 pub const BREAKER_TRANSITIONS: &str = "portico_breaker_transitions_total";
-/// Circuit breaker state by business: 0 closed, 1 open, 2 half-open.
+/// Circuit breaker state by business and route: 0 closed, 1 open, 2 half-open.
 pub const BREAKER_STATE: &str = "portico_breaker_state";
 
 /// Idempotency records evicted from the in-memory store for its key or byte bound (a retry of
@@ -169,11 +169,11 @@ fn describe() {
     );
     describe_counter!(
         BREAKER_TRANSITIONS,
-        "circuit breaker state changes by business and new state (open, half_open, closed)"
+        "circuit breaker state changes by business, route (tool or resource) and new state (open, half_open, closed)"
     );
     describe_gauge!(
         BREAKER_STATE,
-        "circuit breaker state by business: 0 closed, 1 open, 2 half-open"
+        "circuit breaker state by business and route (tool or resource): 0 closed, 1 open, 2 half-open"
     );
     describe_counter!(
         TLS_RELOADS,
@@ -304,16 +304,21 @@ pub fn shed(business: &str) {
 }
 
 /// Records a circuit breaker state change.
-pub fn breaker_changed(business: &str, to: crate::upstream::resilience::BreakerState) {
-    counter!(BREAKER_TRANSITIONS, "business" => business.to_owned(), "state" => to.as_str())
+pub fn breaker_changed(business: &str, route: &str, to: crate::upstream::resilience::BreakerState) {
+    counter!(BREAKER_TRANSITIONS, "business" => business.to_owned(), "route" => route.to_owned(), "state" => to.as_str())
         .increment(1);
-    breaker_state(business, to);
+    breaker_state(business, route, to);
 }
 
 /// Sets the breaker state gauge (also refreshed on every scrape, since an open breaker's time
 /// running out changes no counter).
-pub fn breaker_state(business: &str, state: crate::upstream::resilience::BreakerState) {
-    gauge!(BREAKER_STATE, "business" => business.to_owned()).set(state.gauge());
+pub fn breaker_state(
+    business: &str,
+    route: &str,
+    state: crate::upstream::resilience::BreakerState,
+) {
+    gauge!(BREAKER_STATE, "business" => business.to_owned(), "route" => route.to_owned())
+        .set(state.gauge());
 }
 
 /// Counts a TLS certificate reload attempt.
