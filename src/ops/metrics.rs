@@ -64,6 +64,10 @@ pub const IDEMPOTENCY_EVICTIONS: &str = "portico_idempotency_evictions_total";
 /// TLS certificate reloads by result (`applied`, `refused`).
 pub const TLS_RELOADS: &str = "portico_tls_reloads_total";
 
+/// `initialize` requests refused a session, by reason (`full`, `rate_limited`,
+/// `state_unavailable`).
+pub const SESSIONS_REFUSED: &str = "portico_sessions_refused_total";
+
 /// Latency buckets in seconds: 1 ms to 30 s.
 const BUCKETS: &[f64] = &[
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
@@ -174,6 +178,10 @@ fn describe() {
     describe_gauge!(
         BREAKER_STATE,
         "circuit breaker state by business and route (tool or resource): 0 closed, 1 open, 2 half-open"
+    );
+    describe_counter!(
+        SESSIONS_REFUSED,
+        "initialize requests refused a session, by reason (full: the session cap, rate_limited: the per-address creation rate, state_unavailable: Redis could not record it)"
     );
     describe_counter!(
         TLS_RELOADS,
@@ -319,6 +327,11 @@ pub fn breaker_state(
 ) {
     gauge!(BREAKER_STATE, "business" => business.to_owned(), "route" => route.to_owned())
         .set(state.gauge());
+}
+
+/// Counts an `initialize` refused a session (rare: refusals only).
+pub fn session_refused(reason: &'static str) {
+    counter!(SESSIONS_REFUSED, "reason" => reason).increment(1);
 }
 
 /// Counts a TLS certificate reload attempt.
