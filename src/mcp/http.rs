@@ -40,6 +40,23 @@ pub const DEFAULT_SESSION_BURST: f64 = 100.0;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClientAddr(pub std::net::IpAddr);
 
+impl ClientAddr {
+    /// The key of its per-address limits: the IPv4 address, or the IPv6 /64 (one client
+    /// usually holds a whole /64).
+    fn bucket(self) -> String {
+        match self.0 {
+            std::net::IpAddr::V4(v4) => v4.to_string(),
+            std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => v4.to_string(),
+                None => {
+                    let s = v6.segments();
+                    format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+                }
+            },
+        }
+    }
+}
+
 /// Why a request's `Mcp-Session-Id` names no session this replica can serve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Lookup {
@@ -1019,8 +1036,8 @@ impl Server {
         client: Option<ClientAddr>,
         version: &str,
     ) -> Result<Arc<Session>, Response<Body>> {
-        if let (Some(shape), Some(ClientAddr(ip))) = (self.opts.session_rate, client)
-            && let Err(wait) = crate::auth::limit::take_keyed("session", &ip.to_string(), shape)
+        if let (Some(shape), Some(client)) = (self.opts.session_rate, client)
+            && let Err(wait) = crate::auth::limit::take_keyed("session", &client.bucket(), shape)
         {
             crate::ops::metrics::session_refused("rate_limited");
             let mut r = rpc_error(
@@ -1821,6 +1838,16 @@ mod tests {
         assert_eq!(accepts(&h), (false, true));
         h.insert(header::ACCEPT, HeaderValue::from_static("text/html"));
         assert_eq!(accepts(&h), (false, false));
+    }
+
+    #[test]
+    fn session_rate_buckets_are_per_ipv4_address_and_per_ipv6_64() {
+        let key = |a: &str| ClientAddr(a.parse().expect("an address")).bucket();
+        assert_eq!(key("192.0.2.7"), "192.0.2.7");
+        assert_eq!(key("::ffff:192.0.2.7"), "192.0.2.7");
+        assert_eq!(key("2001:db8:1:2:aaaa::1"), "2001:db8:1:2::/64");
+        assert_eq!(key("2001:db8:1:2:bbbb::9"), key("2001:db8:1:2:aaaa::1"));
+        assert_ne!(key("2001:db8:1:3::1"), key("2001:db8:1:2::1"));
     }
 
     #[test]

@@ -490,11 +490,11 @@ impl Resilience {
             ..Failure::new(
                 FailureKind::Unavailable,
                 format!(
-                    "`{}` failed {}% or more of at least {} calls within {} s; portico is not calling it for now (circuit breaker open)",
+                    "the failure ratio of `{}` reached {} % over at least {} calls within {} ms; portico is not calling it for now (circuit breaker open)",
                     r.name,
                     (p.failure_ratio * 100.0).round(),
                     p.min_calls,
-                    p.window.as_secs()
+                    p.window.as_millis()
                 ),
             )
         }
