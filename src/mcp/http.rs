@@ -266,15 +266,25 @@ fn renewal_period(idle: Duration) -> Duration {
 }
 
 /// Ends idle sessions (a quarter of the idle time after they expire at the latest), and their
-/// resource subscriptions with them.
+/// resource subscriptions with them; with shared state, renews the records of sessions with a
+/// call in flight (an open GET stream renews its own).
 async fn expire_sessions(sessions: Sessions, webhooks: Arc<crate::webhook::ingress::Ingress>) {
-    let every = (sessions.idle() / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
+    let idle = sessions.idle();
+    let every = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
         for sid in sessions.sweep() {
             webhooks.hub.end_session(&sid);
+        }
+        let Some(state) = crate::state::shared() else {
+            continue;
+        };
+        for sid in sessions.busy_renewals(renewal_period(idle)) {
+            if let Err(e) = crate::state::sessions::find(state, &sid, Some(idle)).await {
+                tracing::warn!(error = %e, "cannot renew a busy session in the shared state");
+            }
         }
     }
 }

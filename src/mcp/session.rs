@@ -295,6 +295,18 @@ impl Sessions {
         gone
     }
 
+    /// The ids of busy sessions whose shared record is due for renewal (marked renewed), so
+    /// a long call keeps its session alive on other replicas too.
+    pub fn busy_renewals(&self, every: Duration) -> Vec<String> {
+        let Ok(map) = self.table.map.read() else {
+            return Vec::new();
+        };
+        map.values()
+            .filter(|s| s.calls.in_flight() > 0 && s.renewal_due(every))
+            .map(|s| s.id.clone())
+            .collect()
+    }
+
     pub fn len(&self) -> u64 {
         self.table.map.read().map(|m| m.len() as u64).unwrap_or(0)
     }
@@ -394,6 +406,27 @@ mod tests {
         assert_eq!(s.sweep(), Vec::<String>::new());
         std::thread::sleep(Duration::from_millis(80));
         assert_eq!(s.sweep(), vec![fresh.id.clone()], "only the idle one");
+    }
+
+    #[test]
+    fn a_session_with_a_call_in_flight_is_renewed_once_per_period() {
+        let s = Sessions::new(10, Duration::from_secs(60));
+        let calling = s.create("2025-11-25").expect("room");
+        s.create("2025-11-25").expect("room");
+        let (reg, _cancel) = calling
+            .calls
+            .register(&serde_json::json!(1), None)
+            .expect("registered");
+        std::thread::sleep(Duration::from_millis(5));
+        let every = Duration::from_millis(1);
+        assert_eq!(s.busy_renewals(every), vec![calling.id.clone()]);
+        assert!(
+            s.busy_renewals(Duration::from_secs(60)).is_empty(),
+            "just renewed"
+        );
+        drop(reg);
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(s.busy_renewals(every).is_empty(), "the call ended");
     }
 
     #[test]
