@@ -157,7 +157,7 @@ pub async fn read(g: &Gateway, uri: &str) -> Result<Vec<Value>, CatalogError> {
     let autonym = res.business.binding.kind == crate::binding::Kind::Autonym;
     let resp = match backend
         .resilience
-        .call(req, backend.timeout, false, |req, left| {
+        .call(&res.breaker, req, backend.timeout, false, |req, left| {
             rest::send(backend, req, left)
         })
         .await

@@ -239,6 +239,8 @@ enum Command {
         #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..), env = "PORTICO_WEBHOOK_LATEST")]
         webhook_latest: u64,
         #[command(flatten)]
+        sessions: SessionArgs,
+        #[command(flatten)]
         tls: TlsArgs,
         /// PEM CA certificate(s): ask TLS clients for a certificate and pass one this CA verifies
         /// to the `mtls` mechanism (clients without one still connect). Needs --tls-cert.
@@ -376,6 +378,37 @@ enum Command {
     },
 }
 
+/// 2025-era sessions of `serve` (docs/scaling.md, "Sessions").
+#[derive(clap::Args)]
+struct SessionArgs {
+    /// Most 2025-era sessions this process holds; `initialize` past it is refused with 503
+    /// and `Retry-After` (no session is evicted to make room).
+    #[arg(long, default_value_t = portico::mcp::http::DEFAULT_MAX_SESSIONS, value_parser = clap::value_parser!(u64).range(1..), env = "PORTICO_MAX_SESSIONS")]
+    max_sessions: u64,
+    /// A session with no request, no open GET stream and no call in flight for this long
+    /// ends (e.g. `30m`, `90s`).
+    #[arg(long, default_value = "30m", value_parser = duration, env = "PORTICO_SESSION_IDLE")]
+    session_idle: Duration,
+    /// New sessions per second per client address (0: no limit); past it and the burst,
+    /// `initialize` is refused with 429 and `Retry-After`.
+    #[arg(long, default_value_t = portico::mcp::http::DEFAULT_SESSION_RATE, value_parser = rate, env = "PORTICO_SESSION_RATE")]
+    session_rate: f64,
+    /// New sessions a client address may open at once above --session-rate.
+    #[arg(long, default_value_t = portico::mcp::http::DEFAULT_SESSION_BURST as u32, value_parser = clap::value_parser!(u32).range(1..), env = "PORTICO_SESSION_BURST")]
+    session_burst: u32,
+}
+
+impl SessionArgs {
+    fn apply(self, opts: &mut HttpOptions) {
+        opts.max_sessions = self.max_sessions;
+        opts.session_idle = self.session_idle;
+        opts.session_rate = (self.session_rate > 0.0).then_some(portico::auth::limit::Shape {
+            refill: self.session_rate,
+            burst: f64::from(self.session_burst),
+        });
+    }
+}
+
 /// TLS for a listener (`serve`: MCP and /webhooks; `facade`: the REST listener).
 #[derive(clap::Args)]
 struct TlsArgs {
@@ -431,6 +464,16 @@ fn window(s: &str) -> Result<Duration, String> {
         };
     }
     duration(s)
+}
+
+/// A rate per second: a finite number, 0 or more.
+fn rate(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(r) if r.is_finite() && r >= 0.0 => Ok(r),
+        _ => Err(format!(
+            "`{s}` is not a rate such as 10 or 0.5 (per second; 0 = no limit)"
+        )),
+    }
 }
 
 /// A poll period, or `off`.
@@ -748,6 +791,7 @@ async fn main() -> ExitCode {
             webhook_replay,
             webhook_dedupe_window,
             webhook_latest,
+            sessions,
             tls,
             tls_client_ca,
             otlp_endpoint,
@@ -799,6 +843,7 @@ async fn main() -> ExitCode {
                 tls,
                 ..HttpOptions::default()
             };
+            sessions.apply(&mut opts);
             if let Some(n) = shards {
                 opts.shards = n;
             }
