@@ -1,0 +1,431 @@
+//! Connection limits on every listener (`ops::limits`), over real sockets on 127.0.0.1:
+//! slowloris heads and bodies cut at the configured (short) timeouts while normal calls keep
+//! succeeding, idle and half-closed connections closed, a connection cap in all and per client
+//! address that recovers, oversized heads answered 431 on the MCP, admin, webhook and facade
+//! listeners, each refusal counted in metrics. Connection counts and durations are bounded.
+
+mod common;
+use common::*;
+use portico::ops::limits::Limits;
+use serde_json::json;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpSocket, TcpStream};
+
+/// portico on the usp fixture with `limits` on its MCP and admin listeners.
+async fn gateway_limited(limits: Limits) -> portico::app::Running {
+    let (backend, _seen) = test_backend().await;
+    let dir = fixture_with_backend("gateway", &backend.to_string());
+    let g = portico::config::load(&[dir.join("usp.yaml")]).expect("fixture loads");
+    let opts = portico::mcp::http::HttpOptions {
+        limits: limits.clone(),
+        ..Default::default()
+    };
+    let ops = portico::app::Ops {
+        admin: Some("127.0.0.1:0".parse().unwrap()),
+        admin_opts: portico::ops::admin::AdminOptions {
+            limits,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    portico::app::start_with(
+        g,
+        "127.0.0.1:0".parse().unwrap(),
+        opts,
+        Default::default(),
+        ops,
+    )
+    .await
+    .expect("gateway starts")
+}
+
+/// A normal call (`tools/list`) succeeds.
+async fn call_ok(c: &reqwest::Client, url: &str) -> bool {
+    let a = send(modern(c, url, 7, "tools/list", json!({}))).await;
+    a.status == 200 && a.body["result"]["tools"].is_array()
+}
+
+/// Reads until the server closes the connection (or `limit` passes): when it closed. What it
+/// sent is added to `got` (kept across calls: an answer may come a moment before the close).
+async fn closed_within(s: &mut TcpStream, limit: Duration, got: &mut Vec<u8>) -> Option<Duration> {
+    let started = Instant::now();
+    let mut buf = [0u8; 4096];
+    loop {
+        let left = limit.checked_sub(started.elapsed())?;
+        match tokio::time::timeout(left, s.read(&mut buf)).await {
+            Err(_) => return None,
+            Ok(Ok(0)) | Ok(Err(_)) => return Some(started.elapsed()),
+            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+/// A connection from the loopback address `from` (127.0.0.0/8 is all loopback on Linux).
+async fn connect_from(from: &str, to: SocketAddr) -> TcpStream {
+    let s = TcpSocket::new_v4().unwrap();
+    s.bind(format!("{from}:0").parse().unwrap()).unwrap();
+    s.connect(to).await.unwrap()
+}
+
+/// True when `s` stays open for 300 ms: an admitted connection waits for a request; a refused
+/// one reads end of stream at once.
+async fn held_open(s: &mut TcpStream) -> bool {
+    let mut one = [0u8; 1];
+    tokio::time::timeout(Duration::from_millis(300), s.peek(&mut one))
+        .await
+        .is_err()
+}
+
+fn limited(metrics: &str, listener: &str, reason: &str) -> f64 {
+    metrics
+        .lines()
+        .find(|l| {
+            l.starts_with("portico_connections_limited_total")
+                && l.contains(&format!("listener=\"{listener}\""))
+                && l.contains(&format!("reason=\"{reason}\""))
+        })
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// 300 connections send a request head at 5 bytes a second, and 50 send a body as slowly (then
+/// stall). With
+/// a 1 s header and body timeout, every one is cut after about a second (never before it), the
+/// slow bodies with a 408, while 20 normal calls made meanwhile all succeed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slowloris_heads_and_bodies_are_cut_while_calls_succeed() {
+    let timeout = Duration::from_secs(1);
+    let g = gateway_limited(Limits {
+        header_read_timeout: timeout,
+        body_timeout: timeout,
+        idle_timeout: Duration::from_secs(30),
+        ..Limits::default()
+    })
+    .await;
+    let addr = g.addr;
+    let before = portico::ops::metrics::render();
+    let mut heads = tokio::task::JoinSet::new();
+    for _ in 0..300 {
+        heads.spawn(async move {
+            let mut s = TcpStream::connect(addr).await.unwrap();
+            let started = Instant::now();
+            let head = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";
+            for b in head.iter().chain(std::iter::repeat(&b'a')) {
+                if s.write_all(&[*b]).await.is_err() {
+                    break;
+                }
+                if closed_within(&mut s, Duration::from_millis(200), &mut Vec::new())
+                    .await
+                    .is_some()
+                {
+                    break;
+                }
+                if started.elapsed() > Duration::from_secs(8) {
+                    return None;
+                }
+            }
+            Some(started.elapsed())
+        });
+    }
+    let mut bodies = tokio::task::JoinSet::new();
+    for _ in 0..50 {
+        bodies.spawn(async move {
+            let mut s = TcpStream::connect(addr).await.unwrap();
+            let head = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 200\r\n\r\n";
+            s.write_all(head.as_bytes()).await.unwrap();
+            let started = Instant::now();
+            let mut got = Vec::new();
+            loop {
+                // A byte every 200 ms, then silence: a write racing the server's close would
+                // make the client's kernel drop the answer on the reset that follows.
+                if started.elapsed() < Duration::from_millis(600) && s.write_all(b" ").await.is_err() {
+                    return None;
+                }
+                if closed_within(&mut s, Duration::from_millis(200), &mut got)
+                    .await
+                    .is_some()
+                {
+                    return Some((started.elapsed(), String::from_utf8_lossy(&got).to_string()));
+                }
+                if started.elapsed() > Duration::from_secs(8) {
+                    return None;
+                }
+            }
+        });
+    }
+    // Normal calls meanwhile, on fresh connections and on a kept one.
+    let c = reqwest::Client::new();
+    let url = g.mcp_url();
+    for _ in 0..20 {
+        let fresh = reqwest::Client::new();
+        assert!(call_ok(&fresh, &url).await, "a call during the flood");
+        assert!(call_ok(&c, &url).await, "a call on a kept connection");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut cut = Vec::new();
+    while let Some(r) = heads.join_next().await {
+        cut.push(r.unwrap().expect("a slow head is cut within 8 s"));
+    }
+    assert_eq!(cut.len(), 300);
+    assert!(
+        cut.iter()
+            .all(|d| *d >= timeout - Duration::from_millis(100)),
+        "no head is cut before the timeout: {:?}",
+        cut.iter().min()
+    );
+    while let Some(r) = bodies.join_next().await {
+        let (took, answer) = r.unwrap().expect("a slow body is cut within 8 s");
+        assert!(took >= timeout - Duration::from_millis(100), "{took:?}");
+        assert!(
+            answer.starts_with("HTTP/1.1 408"),
+            "{answer:?} after {took:?}"
+        );
+    }
+    let after = portico::ops::metrics::render();
+    assert!(
+        limited(&after, "mcp", "header_timeout") - limited(&before, "mcp", "header_timeout")
+            >= 300.0,
+        "{after}"
+    );
+    assert!(
+        limited(&after, "mcp", "body_timeout") - limited(&before, "mcp", "body_timeout") >= 50.0
+    );
+    assert!(call_ok(&c, &url).await);
+    g.stop().await.unwrap();
+}
+
+/// With a long header timeout and a 1 s idle timeout: a connection that sends nothing, and a
+/// keep-alive connection after its answer, are closed after about a second; an open SSE stream
+/// (a request in flight) is not. A client that half-closes mid-head is let go at once.
+#[tokio::test]
+async fn idle_and_half_closed_connections_are_closed_but_streams_are_not() {
+    let idle = Duration::from_secs(1);
+    let g = gateway_limited(Limits {
+        header_read_timeout: Duration::from_secs(30),
+        idle_timeout: idle,
+        ..Limits::default()
+    })
+    .await;
+    let early = idle - Duration::from_millis(100);
+    // Silent from the start.
+    let mut silent = TcpStream::connect(g.addr).await.unwrap();
+    let took = closed_within(&mut silent, Duration::from_secs(5), &mut Vec::new())
+        .await
+        .expect("a silent connection is closed");
+    assert!(took >= early, "{took:?}");
+    // Idle after one answer.
+    let mut kept = TcpStream::connect(g.addr).await.unwrap();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "it", "version": "1"}}}})
+    .to_string();
+    let req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: {MODERN}\r\nMcp-Method: tools/list\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    kept.write_all(req.as_bytes()).await.unwrap();
+    let mut first = [0u8; 12];
+    kept.read_exact(&mut first).await.unwrap();
+    assert_eq!(&first, b"HTTP/1.1 200");
+    let took = closed_within(&mut kept, Duration::from_secs(5), &mut Vec::new())
+        .await
+        .expect("an idle keep-alive connection is closed");
+    assert!(took >= early - Duration::from_millis(100), "{took:?}");
+    // An SSE stream stays open past the idle timeout.
+    let c = reqwest::Client::new();
+    let url = g.mcp_url();
+    let (sid, _) = initialize(&c, &url, "2025-11-25").await;
+    let mut stream = c
+        .get(&url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &sid)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    tokio::time::sleep(idle * 3).await;
+    match tokio::time::timeout(Duration::from_millis(200), stream.chunk()).await {
+        Err(_) | Ok(Ok(Some(_))) => {}
+        Ok(other) => panic!("the stream ended while open: {other:?}"),
+    }
+    // Half-closed mid-head: the server lets go without waiting for a timeout.
+    let slow = gateway_limited(Limits {
+        header_read_timeout: Duration::from_secs(30),
+        idle_timeout: Duration::from_secs(30),
+        ..Limits::default()
+    })
+    .await;
+    let mut half = TcpStream::connect(slow.addr).await.unwrap();
+    half.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .await
+        .unwrap();
+    half.shutdown().await.unwrap();
+    closed_within(&mut half, Duration::from_secs(3), &mut Vec::new())
+        .await
+        .expect("a half-closed connection is let go");
+    drop(stream);
+    slow.stop().await.unwrap();
+    g.stop().await.unwrap();
+}
+
+/// At the cap (10 per client address, 15 in all) a further connection is closed at once; other
+/// addresses still get in up to the total; once connections close, calls succeed again.
+#[tokio::test]
+async fn connection_caps_refuse_then_recover() {
+    let g = gateway_limited(Limits {
+        max_connections: 15,
+        max_connections_per_client: 10,
+        ..Limits::default()
+    })
+    .await;
+    let before = portico::ops::metrics::render();
+    let mut a = Vec::new();
+    for _ in 0..10 {
+        let mut s = connect_from("127.0.0.1", g.addr).await;
+        assert!(held_open(&mut s).await, "admitted under the per-client cap");
+        a.push(s);
+    }
+    let mut over = connect_from("127.0.0.1", g.addr).await;
+    closed_within(&mut over, Duration::from_secs(2), &mut Vec::new())
+        .await
+        .expect("the 11th from one address is closed");
+    let mut b = Vec::new();
+    for _ in 0..5 {
+        let mut s = connect_from("127.0.0.2", g.addr).await;
+        assert!(held_open(&mut s).await, "another address gets in");
+        b.push(s);
+    }
+    let mut third = connect_from("127.0.0.3", g.addr).await;
+    closed_within(&mut third, Duration::from_secs(2), &mut Vec::new())
+        .await
+        .expect("over the total cap, closed");
+    let url = g.mcp_url();
+    let at_cap = reqwest::Client::new().post(&url).body("{}").send().await;
+    assert!(at_cap.is_err(), "no room for a call at the cap: {at_cap:?}");
+    drop(a);
+    drop(b);
+    let mut recovered = false;
+    for _ in 0..50 {
+        if let Ok(r) = tokio::time::timeout(
+            Duration::from_secs(2),
+            reqwest::Client::new()
+                .post(&url)
+                .header("content-type", "application/json")
+                .body("{}")
+                .send(),
+        )
+        .await
+            && r.is_ok()
+        {
+            recovered = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(recovered, "connections are accepted again");
+    assert!(call_ok(&reqwest::Client::new(), &url).await);
+    let after = portico::ops::metrics::render();
+    assert!(limited(&after, "mcp", "per_client") > limited(&before, "mcp", "per_client"));
+    assert!(limited(&after, "mcp", "max_connections") > limited(&before, "mcp", "max_connections"));
+    g.stop().await.unwrap();
+}
+
+/// Sends a request whose head carries a `size`-byte header to `addr` and returns the status line
+/// the listener answered with (empty when it only closed).
+async fn with_big_header(addr: SocketAddr, path: &str, size: usize) -> String {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: {}\r\n\r\n",
+        "a".repeat(size)
+    );
+    // Written while the answer is read: the listener may answer before reading it all.
+    let (mut r, mut w) = s.split();
+    let write = async {
+        let _ = w.write_all(head.as_bytes()).await;
+    };
+    let read = async {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 1024];
+        loop {
+            match tokio::time::timeout(Duration::from_secs(5), r.read(&mut buf)).await {
+                Ok(Ok(n)) if n > 0 => {
+                    got.extend_from_slice(&buf[..n]);
+                    if got.windows(2).any(|w| w == b"\r\n") {
+                        break;
+                    }
+                }
+                _ => break,
+            }
+        }
+        String::from_utf8_lossy(&got)
+            .lines()
+            .next()
+            .unwrap_or("")
+            .to_string()
+    };
+    let ((), line) = tokio::join!(write, read);
+    line
+}
+
+/// A 500 KB header value is refused with 431 on every listener (MCP, admin, webhook, facade);
+/// a 32 KB one, under the 64 KiB default, is read.
+#[tokio::test]
+async fn oversized_heads_get_431_on_every_listener() {
+    let g = gateway_limited(Limits::default()).await;
+    let admin = g.admin_addr.expect("admin listener");
+    // The webhook-only listener of `portico stdio --webhook-listen`.
+    let hooks = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hooks_addr = hooks.local_addr().unwrap();
+    tokio::spawn(portico::webhook::listener::serve(
+        hooks,
+        std::sync::Arc::new(portico::webhook::ingress::Ingress::with_key(None, None)),
+        g.server.core.clone(),
+        1 << 20,
+        Limits::default(),
+    ));
+    // A facade in front of this gateway.
+    let dir = std::env::temp_dir().join(format!("portico-lim-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mapping = dir.join("facade.yaml");
+    std::fs::write(
+        &mapping,
+        format!(
+            "facade: limits\nbinding: usp\nupstream:\n  url: {}\n  timeout: 10s\nroutes:\n  GET /items/{{id}}: echo_get\n",
+            g.mcp_url()
+        ),
+    )
+    .unwrap();
+    let f = portico::facade::config::load(&mapping).unwrap_or_else(|d| panic!("{d:?}"));
+    let facade = portico::facade::http::start(f, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let before = portico::ops::metrics::render();
+    for (name, addr, path) in [
+        ("mcp", g.addr, "/mcp"),
+        ("admin", admin, "/healthz"),
+        ("webhook", hooks_addr, "/.well-known/jwks.json"),
+        ("facade", facade.addr, "/items/1"),
+    ] {
+        let line = with_big_header(addr, path, 500_000).await;
+        assert!(line.starts_with("HTTP/1.1 431"), "{name}: {line:?}");
+        let line = with_big_header(addr, path, 32 * 1024).await;
+        assert!(
+            line.starts_with("HTTP/1.1 ") && !line.starts_with("HTTP/1.1 431"),
+            "{name}, 32 KB: {line:?}"
+        );
+    }
+    let after = portico::ops::metrics::render();
+    for name in ["mcp", "admin", "webhook", "facade"] {
+        assert!(
+            limited(&after, name, "header_too_large") > limited(&before, name, "header_too_large"),
+            "{name}: {after}"
+        );
+    }
+    facade.stop().await.unwrap();
+    g.stop().await.unwrap();
+}
