@@ -429,3 +429,45 @@ async fn oversized_heads_get_431_on_every_listener() {
     facade.stop().await.unwrap();
     g.stop().await.unwrap();
 }
+
+/// HTTP/2: a stream whose body stalls is answered 408 at the body timeout, while another stream
+/// on the same connection is served.
+#[tokio::test]
+async fn an_http2_stream_with_a_stalled_body_times_out() {
+    use futures_util::StreamExt;
+    let timeout = Duration::from_secs(1);
+    let g = gateway_limited(Limits {
+        body_timeout: timeout,
+        ..Limits::default()
+    })
+    .await;
+    let c = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .unwrap();
+    let url = g.mcp_url();
+    let stalled = futures_util::stream::once(async {
+        Ok::<_, std::io::Error>(bytes::Bytes::from_static(b"{\"jsonrpc\": \"2.0\""))
+    })
+    .chain(futures_util::stream::pending());
+    let started = Instant::now();
+    let slow = c
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", MODERN)
+        .header("mcp-method", "tools/list")
+        .body(reqwest::Body::wrap_stream(stalled))
+        .send();
+    let other = async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        call_ok(&c, &url).await
+    };
+    let (slow, served) = tokio::join!(slow, other);
+    assert!(served, "another stream is served meanwhile");
+    let slow = slow.expect("an answer to the stalled stream");
+    assert_eq!(slow.version(), reqwest::Version::HTTP_2);
+    assert_eq!(slow.status(), 408);
+    assert!(started.elapsed() >= timeout - Duration::from_millis(100));
+    g.stop().await.unwrap();
+}
