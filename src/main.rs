@@ -390,7 +390,8 @@ struct LimitArgs {
     /// (HTTP/1.1); a slower client is disconnected.
     #[arg(long, default_value = "30s", value_parser = duration, env = "PORTICO_HEADER_TIMEOUT")]
     header_timeout: Duration,
-    /// A connection with nothing in flight and no byte sent either way for this long is closed.
+    /// A connection with no request in flight, and none started or finished for this long, is
+    /// closed.
     #[arg(long, default_value = "60s", value_parser = duration, env = "PORTICO_IDLE_TIMEOUT")]
     idle_timeout: Duration,
     /// A request's whole body must arrive within this long after its head (else 408).

@@ -471,3 +471,71 @@ async fn an_http2_stream_with_a_stalled_body_times_out() {
     assert!(started.elapsed() >= timeout - Duration::from_millis(100));
     g.stop().await.unwrap();
 }
+
+/// A raw HTTP/2 client: the preface and an empty SETTINGS frame, then reads frames; with
+/// `answer_pings`, every PING is acknowledged (and SETTINGS too). Returns when the server
+/// closed the connection (or after 8 s).
+async fn h2_client(addr: SocketAddr, answer_pings: bool) -> Option<Duration> {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let started = Instant::now();
+    s.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
+        .await
+        .unwrap();
+    let mut pings = 0;
+    loop {
+        let mut head = [0u8; 9];
+        let read = tokio::time::timeout(Duration::from_secs(8), s.read_exact(&mut head)).await;
+        match read {
+            Err(_) => return None,
+            Ok(Err(_)) => return Some(started.elapsed()),
+            Ok(Ok(_)) => {}
+        }
+        let len = usize::from(head[0]) << 16 | usize::from(head[1]) << 8 | usize::from(head[2]);
+        let mut payload = vec![0u8; len];
+        if s.read_exact(&mut payload).await.is_err() {
+            return Some(started.elapsed());
+        }
+        let (kind, flags) = (head[3], head[4]);
+        if !answer_pings {
+            continue;
+        }
+        if kind == 0x4 && flags & 1 == 0 {
+            // SETTINGS: acknowledge.
+            let _ = s.write_all(b"\0\0\0\x04\x01\0\0\0\0").await;
+        } else if kind == 0x6 && flags & 1 == 0 {
+            pings += 1;
+            let mut ack = vec![0u8, 0, 8, 6, 1, 0, 0, 0, 0];
+            ack.extend_from_slice(&payload);
+            let _ = s.write_all(&ack).await;
+        }
+        if pings > 100 {
+            return None;
+        }
+    }
+}
+
+/// HTTP/2 with pings every 200 ms: a peer that never answers them (half-open) is dropped after
+/// about two intervals, before the 1 s idle timeout; one that answers them but sends no request
+/// is still closed at the idle timeout (pings do not count as use).
+#[tokio::test]
+async fn http2_pings_drop_silent_peers_and_do_not_keep_idle_ones() {
+    let idle = Duration::from_secs(1);
+    let g = gateway_limited(Limits {
+        idle_timeout: idle,
+        h2_keep_alive: Duration::from_millis(200),
+        ..Limits::default()
+    })
+    .await;
+    let silent = h2_client(g.addr, false)
+        .await
+        .expect("a peer that answers no ping is dropped");
+    assert!(silent < idle - Duration::from_millis(100), "{silent:?}");
+    let answering = h2_client(g.addr, true)
+        .await
+        .expect("an idle peer is closed though it answers pings");
+    assert!(
+        answering >= idle - Duration::from_millis(100),
+        "{answering:?}"
+    );
+    g.stop().await.unwrap();
+}

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::net::IpAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -24,8 +24,8 @@ pub struct Limits {
     /// Longest wait for a request's head (HTTP/1.1), from the moment the connection waits for
     /// it: a new connection, or a keep-alive one between requests.
     pub header_read_timeout: Duration,
-    /// A connection with no request in flight and no byte read or written for this long is
-    /// closed (HTTP/1.1, HTTP/2, and a TLS handshake that stalls).
+    /// A connection with no request in flight, and none started or finished for this long, is
+    /// closed (HTTP/1.1, HTTP/2 whatever its pings, and a TLS handshake that stalls).
     pub idle_timeout: Duration,
     /// A request's whole body must arrive within this long after its head.
     pub body_timeout: Duration,
@@ -104,7 +104,7 @@ pub enum Reason {
     HeaderTimeout,
     /// Closed: a request head over `max_header_bytes` (answered 431).
     HeaderTooLarge,
-    /// Closed: nothing in flight and no byte moved for `idle_timeout`.
+    /// Closed: no request in flight, started or finished for `idle_timeout`.
     Idle,
     /// Refused: a request body still arriving at `body_timeout` (answered 408).
     BodyTimeout,
@@ -131,6 +131,8 @@ pub struct Gate {
     open: AtomicUsize,
     /// Open connections per client address (entries leave at zero).
     per_client: Mutex<HashMap<IpAddr, usize>>,
+    /// What connections' last-request times count from.
+    epoch: Instant,
 }
 
 impl std::fmt::Debug for Gate {
@@ -149,6 +151,7 @@ impl Gate {
             limits,
             open: AtomicUsize::new(0),
             per_client: Mutex::new(HashMap::new()),
+            epoch: Instant::now(),
         })
     }
 
@@ -189,11 +192,14 @@ impl Gate {
             return Err(r);
         }
         crate::ops::metrics::connection_open(self.listener, true);
-        Ok(Slot {
+        let slot = Slot {
             gate: self.clone(),
             peer,
             in_flight: AtomicUsize::new(0),
-        })
+            last: AtomicU64::new(0),
+        };
+        slot.touch();
+        Ok(slot)
     }
 
     /// Counts the reason a connection ended with `error`, when it is one of the limits.
@@ -220,7 +226,6 @@ impl Gate {
             Watched {
                 inner: io,
                 idle,
-                last: Instant::now(),
                 timer: Box::pin(tokio::time::sleep(idle)),
                 slot: slot.clone(),
             },
@@ -244,6 +249,20 @@ pub struct Slot {
     gate: Arc<Gate>,
     peer: IpAddr,
     in_flight: AtomicUsize,
+    /// When a request last started or finished (or the connection was admitted), in
+    /// milliseconds from the gate's epoch.
+    last: AtomicU64,
+}
+
+impl Slot {
+    fn touch(&self) {
+        let ms = u64::try_from(self.gate.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last.store(ms, Ordering::Relaxed);
+    }
+
+    fn last(&self) -> Instant {
+        self.gate.epoch + Duration::from_millis(self.last.load(Ordering::Relaxed))
+    }
 }
 
 impl Drop for Slot {
@@ -266,13 +285,12 @@ impl Drop for Slot {
     }
 }
 
-/// A socket that reads end-of-stream once the connection has had nothing in flight and moved no
-/// byte for the idle timeout; hyper then closes it (h2: after a GOAWAY).
+/// A socket that reads end-of-stream once its connection has had no request in flight, started
+/// or finished for the idle timeout; hyper then closes it. Bytes do not count: HTTP/2 pings
+/// would keep an idle connection forever.
 pub struct Watched<T> {
     inner: T,
     idle: Duration,
-    /// The last byte read or written.
-    last: Instant,
     timer: Pin<Box<Sleep>>,
     slot: Arc<Slot>,
 }
@@ -281,7 +299,7 @@ impl<T> Watched<T> {
     /// True when the idle timeout has passed (the timer re-armed otherwise, and registered).
     fn idled_out(&mut self, cx: &mut Context<'_>) -> bool {
         while self.timer.as_mut().poll(cx).is_ready() {
-            let due = self.last + self.idle;
+            let due = self.slot.last() + self.idle;
             if due > Instant::now() || self.slot.in_flight.load(Ordering::Relaxed) > 0 {
                 let next = due.max(Instant::now() + self.idle / 4);
                 self.timer.as_mut().reset(next);
@@ -299,14 +317,8 @@ impl<T: AsyncRead + Unpin> AsyncRead for Watched<T> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
         match Pin::new(&mut self.inner).poll_read(cx, buf) {
-            Poll::Ready(r) => {
-                if buf.filled().len() > before {
-                    self.last = Instant::now();
-                }
-                Poll::Ready(r)
-            }
+            Poll::Ready(r) => Poll::Ready(r),
             Poll::Pending => {
                 if self.idled_out(cx) {
                     self.slot.gate.count(Reason::Idle);
@@ -325,11 +337,7 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Watched<T> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        let r = Pin::new(&mut self.inner).poll_write(cx, buf);
-        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
-            self.last = Instant::now();
-        }
-        r
+        Pin::new(&mut self.inner).poll_write(cx, buf)
     }
 
     fn poll_write_vectored(
@@ -337,11 +345,7 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Watched<T> {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        let r = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
-        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
-            self.last = Instant::now();
-        }
-        r
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -400,12 +404,14 @@ struct InFlight(Arc<Slot>);
 impl InFlight {
     fn new(slot: Arc<Slot>) -> InFlight {
         slot.in_flight.fetch_add(1, Ordering::Relaxed);
+        slot.touch();
         InFlight(slot)
     }
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
+        self.0.touch();
         self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
     }
 }
