@@ -539,3 +539,41 @@ async fn http2_pings_drop_silent_peers_and_do_not_keep_idle_ones() {
     );
     g.stop().await.unwrap();
 }
+
+/// The server's first HTTP/2 SETTINGS announce the configured stream cap and header list size.
+#[tokio::test]
+async fn http2_settings_carry_the_stream_and_header_limits() {
+    let g = gateway_limited(Limits {
+        h2_max_streams: 7,
+        max_header_bytes: 20_000,
+        ..Limits::default()
+    })
+    .await;
+    let mut s = TcpStream::connect(g.addr).await.unwrap();
+    s.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
+        .await
+        .unwrap();
+    let mut head = [0u8; 9];
+    tokio::time::timeout(Duration::from_secs(5), s.read_exact(&mut head))
+        .await
+        .expect("a frame")
+        .unwrap();
+    assert_eq!((head[3], head[4]), (0x4, 0), "SETTINGS first");
+    let len = usize::from(head[0]) << 16 | usize::from(head[1]) << 8 | usize::from(head[2]);
+    let mut payload = vec![0u8; len];
+    s.read_exact(&mut payload).await.unwrap();
+    let settings: std::collections::HashMap<u16, u32> = payload
+        .chunks_exact(6)
+        .map(|c| {
+            (
+                u16::from_be_bytes([c[0], c[1]]),
+                u32::from_be_bytes([c[2], c[3], c[4], c[5]]),
+            )
+        })
+        .collect();
+    // SETTINGS_MAX_CONCURRENT_STREAMS (0x3) and SETTINGS_MAX_HEADER_LIST_SIZE (0x6).
+    assert_eq!(settings.get(&0x3), Some(&7), "{settings:?}");
+    assert_eq!(settings.get(&0x6), Some(&20_000), "{settings:?}");
+    drop(s);
+    g.stop().await.unwrap();
+}
