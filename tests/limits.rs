@@ -335,6 +335,32 @@ async fn connection_caps_refuse_then_recover() {
     g.stop().await.unwrap();
 }
 
+/// A facade (one route, `GET /items/{id}`) in front of `g`, its listener within `limits`.
+async fn facade_in_front(
+    g: &portico::app::Running,
+    limits: Limits,
+) -> portico::facade::http::Running {
+    let dir = std::env::temp_dir().join(format!("portico-lim-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mapping = dir.join("facade.yaml");
+    std::fs::write(
+        &mapping,
+        format!(
+            "facade: limits\nbinding: usp\nupstream:\n  url: {}\n  timeout: 10s\nroutes:\n  GET /items/{{id}}: echo_get\n",
+            g.mcp_url()
+        ),
+    )
+    .unwrap();
+    let f = portico::facade::config::load(&mapping).unwrap_or_else(|d| panic!("{d:?}"));
+    let listen = portico::facade::http::Listen {
+        limits,
+        ..Default::default()
+    };
+    portico::facade::http::start_with(f, "127.0.0.1:0".parse().unwrap(), listen)
+        .await
+        .unwrap()
+}
+
 /// Sends a request whose head carries a `size`-byte header to `addr` and returns the status line
 /// the listener answered with (empty when it only closed).
 async fn with_big_header(addr: SocketAddr, path: &str, size: usize) -> String {
@@ -388,22 +414,7 @@ async fn oversized_heads_get_431_on_every_listener() {
         1 << 20,
         Limits::default(),
     ));
-    // A facade in front of this gateway.
-    let dir = std::env::temp_dir().join(format!("portico-lim-{}", uuid::Uuid::new_v4().simple()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let mapping = dir.join("facade.yaml");
-    std::fs::write(
-        &mapping,
-        format!(
-            "facade: limits\nbinding: usp\nupstream:\n  url: {}\n  timeout: 10s\nroutes:\n  GET /items/{{id}}: echo_get\n",
-            g.mcp_url()
-        ),
-    )
-    .unwrap();
-    let f = portico::facade::config::load(&mapping).unwrap_or_else(|d| panic!("{d:?}"));
-    let facade = portico::facade::http::start(f, "127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
+    let facade = facade_in_front(&g, Limits::default()).await;
     let before = portico::ops::metrics::render();
     for (name, addr, path) in [
         ("mcp", g.addr, "/mcp"),
@@ -575,5 +586,35 @@ async fn http2_settings_carry_the_stream_and_header_limits() {
     assert_eq!(settings.get(&0x3), Some(&7), "{settings:?}");
     assert_eq!(settings.get(&0x6), Some(&20_000), "{settings:?}");
     drop(s);
+    g.stop().await.unwrap();
+}
+
+/// The facade listener applies the body deadline too: a request whose announced body never
+/// comes is answered 408 at the body timeout.
+#[tokio::test]
+async fn the_facade_answers_a_stalled_body_with_408() {
+    let timeout = Duration::from_secs(1);
+    let g = gateway_limited(Limits::default()).await;
+    let facade = facade_in_front(
+        &g,
+        Limits {
+            body_timeout: timeout,
+            ..Limits::default()
+        },
+    )
+    .await;
+    let mut s = TcpStream::connect(facade.addr).await.unwrap();
+    s.write_all(b"GET /items/1 HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let mut got = Vec::new();
+    closed_within(&mut s, Duration::from_secs(5), &mut got)
+        .await
+        .expect("the stalled request is ended");
+    assert!(started.elapsed() >= timeout - Duration::from_millis(100));
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    facade.stop().await.unwrap();
     g.stop().await.unwrap();
 }

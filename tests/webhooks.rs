@@ -426,6 +426,42 @@ async fn webhooks_are_refused_before_their_body_is_read() {
     env.gw.stop().await.unwrap();
 }
 
+/// A webhook whose body stalls after its (signed-looking) head is answered 408 at the
+/// listener's body timeout.
+#[tokio::test]
+async fn a_stalled_webhook_body_gets_408() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let timeout = Duration::from_secs(1);
+    let opts = portico::mcp::http::HttpOptions {
+        limits: portico::ops::limits::Limits {
+            body_timeout: timeout,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let env = Env::start_with(true, opts).await;
+    let signed = sign(&env.keys.ec, &env.authority(), b"{}", now());
+    let mut head = format!(
+        "POST /webhooks/spa HTTP/1.1\r\nHost: {}\r\n",
+        env.authority()
+    );
+    for (k, v) in &signed.headers {
+        head.push_str(&format!("{k}: {}\r\n", v.to_str().unwrap()));
+    }
+    head.push_str("Content-Length: 100\r\n\r\n{");
+    let mut s = tokio::net::TcpStream::connect(env.gw.addr).await.unwrap();
+    s.write_all(head.as_bytes()).await.unwrap();
+    let started = std::time::Instant::now();
+    let mut got = [0u8; 12];
+    tokio::time::timeout(Duration::from_secs(5), s.read_exact(&mut got))
+        .await
+        .expect("an answer at the body timeout")
+        .unwrap();
+    assert_eq!(&got, b"HTTP/1.1 408");
+    assert!(started.elapsed() >= timeout - Duration::from_millis(100));
+    env.gw.stop().await.unwrap();
+}
+
 #[tokio::test]
 async fn legacy_hmac_senders_are_verified() {
     let env = Env::start(false).await;
