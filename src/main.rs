@@ -397,9 +397,9 @@ struct LimitArgs {
     /// A request's whole body must arrive within this long after its head (else 408).
     #[arg(long, default_value = "60s", value_parser = duration, env = "PORTICO_BODY_TIMEOUT")]
     body_timeout: Duration,
-    /// Largest request head in bytes (HTTP/1.1 at least 8192); a larger one gets 431.
-    #[arg(long, default_value_t = 64 * 1024, env = "PORTICO_MAX_HEADER_BYTES")]
-    max_header_bytes: usize,
+    /// Largest request head in bytes (at least 8192); a larger one gets 431.
+    #[arg(long, default_value_t = 64 * 1024, value_parser = clap::value_parser!(u64).range(8192..), env = "PORTICO_MAX_HEADER_BYTES")]
+    max_header_bytes: u64,
     /// Open connections per listener; further ones are closed at once. Keep it under the
     /// process's file-descriptor limit.
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..), env = "PORTICO_MAX_CONNECTIONS")]
@@ -426,7 +426,7 @@ impl LimitArgs {
             header_read_timeout: self.header_timeout,
             idle_timeout: self.idle_timeout,
             body_timeout: self.body_timeout,
-            max_header_bytes: self.max_header_bytes,
+            max_header_bytes: count(self.max_header_bytes),
             max_connections: count(self.max_connections),
             max_connections_per_client: count(self.max_connections_per_client),
             h2_max_streams: self.h2_max_streams,
