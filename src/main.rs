@@ -247,6 +247,8 @@ enum Command {
         /// to the `mtls` mechanism (clients without one still connect). Needs --tls-cert.
         #[arg(long, env = "PORTICO_TLS_CLIENT_CA", requires = "tls_cert")]
         tls_client_ca: Option<PathBuf>,
+        #[command(flatten)]
+        limits: LimitArgs,
         /// OTLP/HTTP collector (e.g. `http://127.0.0.1:4318`): export each call's span there,
         /// continue a caller's W3C `traceparent` and send one to the backends.
         #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
@@ -267,6 +269,8 @@ enum Command {
         /// portico's private JWK for outgoing webhooks (as for `serve`).
         #[arg(long, env = "PORTICO_WEBHOOK_KEY")]
         webhook_key: Option<PathBuf>,
+        #[command(flatten)]
+        limits: LimitArgs,
     },
     /// Run the embedded demo: a legacy spa + hotel API with portico in front, on 127.0.0.1.
     #[command(after_help = DEMO_EXAMPLES)]
@@ -300,6 +304,8 @@ enum Command {
         shutdown_timeout: Duration,
         #[command(flatten)]
         tls: TlsArgs,
+        #[command(flatten)]
+        limits: LimitArgs,
         /// OTLP/HTTP collector: export each request's span, continue a caller's W3C
         /// `traceparent` and send one to the upstream MCP server.
         #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
@@ -427,6 +433,59 @@ impl SessionArgs {
 }
 
 /// TLS for a listener (`serve`: MCP and /webhooks; `facade`: the REST listener).
+/// Connection limits of every listener the command opens (docs/limits.md).
+#[derive(clap::Args)]
+struct LimitArgs {
+    /// Longest wait for a request's head, from connect or from the previous response
+    /// (HTTP/1.1); a slower client is disconnected.
+    #[arg(long, default_value = "30s", value_parser = duration, env = "PORTICO_HEADER_TIMEOUT")]
+    header_timeout: Duration,
+    /// A connection with no request in flight, and none started or finished for this long, is
+    /// closed.
+    #[arg(long, default_value = "60s", value_parser = duration, env = "PORTICO_IDLE_TIMEOUT")]
+    idle_timeout: Duration,
+    /// A request's whole body must arrive within this long after its head (else 408).
+    #[arg(long, default_value = "60s", value_parser = duration, env = "PORTICO_BODY_TIMEOUT")]
+    body_timeout: Duration,
+    /// Largest request head in bytes (at least 8192); a larger one gets 431.
+    #[arg(long, default_value_t = 64 * 1024, value_parser = clap::value_parser!(u64).range(8192..), env = "PORTICO_MAX_HEADER_BYTES")]
+    max_header_bytes: u64,
+    /// Open connections per listener; further ones are closed at once. Keep it under the
+    /// process's file-descriptor limit.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..), env = "PORTICO_MAX_CONNECTIONS")]
+    max_connections: u64,
+    /// Open connections per client IP address, per listener.
+    #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u64).range(1..), env = "PORTICO_MAX_CONNECTIONS_PER_CLIENT")]
+    max_connections_per_client: u64,
+    /// HTTP/2 streams one connection may have open at once.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..), env = "PORTICO_H2_MAX_STREAMS")]
+    h2_max_streams: u32,
+    /// HTTP/2 streams a client may open and reset before they are served (rapid reset); more
+    /// closes the connection.
+    #[arg(long, default_value_t = 20, env = "PORTICO_H2_MAX_PENDING_RESETS")]
+    h2_max_pending_resets: usize,
+    /// HTTP/2 keep-alive ping interval; a peer silent for as long again is dropped.
+    #[arg(long, default_value = "30s", value_parser = duration, env = "PORTICO_H2_KEEPALIVE")]
+    h2_keepalive: Duration,
+}
+
+impl LimitArgs {
+    fn limits(&self) -> portico::ops::limits::Limits {
+        let count = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        portico::ops::limits::Limits {
+            header_read_timeout: self.header_timeout,
+            idle_timeout: self.idle_timeout,
+            body_timeout: self.body_timeout,
+            max_header_bytes: count(self.max_header_bytes),
+            max_connections: count(self.max_connections),
+            max_connections_per_client: count(self.max_connections_per_client),
+            h2_max_streams: self.h2_max_streams,
+            h2_max_pending_resets: self.h2_max_pending_resets,
+            h2_keep_alive: self.h2_keepalive,
+        }
+    }
+}
+
 #[derive(clap::Args)]
 struct TlsArgs {
     /// PEM certificate chain: serve the listener over TLS. Reloaded when the file changes.
@@ -849,6 +908,7 @@ async fn main() -> ExitCode {
             sessions,
             tls,
             tls_client_ca,
+            limits,
             otlp_endpoint,
         } => {
             portico::idempotency::set_budget(idempotency_bytes);
@@ -896,15 +956,23 @@ async fn main() -> ExitCode {
                     latest: webhook_latest,
                 },
                 tls,
+                limits: limits.limits(),
                 ..HttpOptions::default()
             };
             sessions.apply(&mut opts);
             if let Some(n) = shards {
                 opts.shards = n;
             }
+            let mut admin_opts = portico::ops::admin::AdminOptions {
+                limits: limits.limits(),
+                ..Default::default()
+            };
+            admin_opts
+                .allowed_hosts
+                .extend(allowed_hosts.iter().cloned());
             opts.allowed_hosts.extend(allowed_hosts);
             opts.allowed_origins.extend(allowed_origins);
-            let ops = Ops {
+            let mut ops = Ops {
                 admin: admin_addr,
                 watch: Some(Watch {
                     paths: config,
@@ -913,6 +981,7 @@ async fn main() -> ExitCode {
                 }),
                 ..Ops::default()
             };
+            ops.admin_opts = admin_opts;
             let info = ServerInfo {
                 name: server_name,
                 ..ServerInfo::default()
@@ -946,6 +1015,7 @@ async fn main() -> ExitCode {
             server_name,
             webhook_listen,
             webhook_key,
+            limits,
         } => {
             init_logging();
             let webhook_key = match refused(webhook_key.map(|p| load_webhook_key(&p)).transpose()) {
@@ -988,6 +1058,7 @@ async fn main() -> ExitCode {
                     ingress,
                     core.clone(),
                     HttpOptions::default().max_body_bytes,
+                    limits.limits(),
                 ));
             }
             banner(&endpoints, &core.gateway.load());
@@ -1034,6 +1105,7 @@ async fn main() -> ExitCode {
             log_format,
             shutdown_timeout,
             tls,
+            limits,
             otlp_endpoint,
         } => {
             let stop_signal = shutdown_signal();
@@ -1057,6 +1129,7 @@ async fn main() -> ExitCode {
             let listen_opts = portico::facade::http::Listen {
                 tls,
                 drain: shutdown_timeout,
+                limits: limits.limits(),
                 ..portico::facade::http::Listen::default()
             };
             let (name, upstream) = (facade.name.clone(), facade.upstream.url().to_string());

@@ -210,10 +210,14 @@ async fn webhook_to(
         .into_bytes();
     let url = format!("http://{}/webhooks/{business}", to.authority());
     let url = url::Url::parse(&url).expect("URL");
+    // Each send is signed afresh, as a sender's retry is: the same signed message twice within
+    // a second would be a replay, so each gets its own `created` (within `max_age`).
+    static SENT: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .expect("clock")
-        .as_secs() as i64;
+        .as_secs() as i64
+        - SENT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 100;
     let headers = portico::webhook::sig::sign_webhook(key, &url, &body, now).expect("signed");
     http.post(url)
         .headers(headers)

@@ -98,6 +98,27 @@ async fn configured_and_presented_secrets_are_never_logged_or_echoed() {
     .unwrap();
     let _ = child.wait();
     assert!(logs.contains("tools/call"), "the calls were logged: {logs}");
+    // Each refusal is logged with its code and reason: a wrong credential at WARN, a missing
+    // one (the Basic scheme is not read) at INFO.
+    let refusals: Vec<serde_json::Value> = logs
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["fields"]["message"] == "call refused")
+        .collect();
+    assert_eq!(refusals.len(), 4, "one line per refused call: {logs}");
+    for r in &refusals {
+        assert_eq!(r["fields"]["code"], "authentication_required", "{r}");
+        assert!(
+            r["fields"]["reason"]
+                .as_str()
+                .is_some_and(|s| !s.is_empty()),
+            "{r}"
+        );
+    }
+    assert!(
+        refusals.iter().any(|r| r["level"] == "WARN"),
+        "a presented wrong key is a warning: {refusals:?}"
+    );
     for secret in [SECRET, WRONG, TOKEN, "c2VjcmV0LXNpZ25hdHVyZQ"] {
         assert!(
             !logs.contains(secret),

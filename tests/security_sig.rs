@@ -413,6 +413,48 @@ async fn signed_requests_pass_and_hostile_signatures_get_their_codes() {
     g.stop().await.unwrap();
 }
 
+/// ECDSA malleability: a captured P-256 signature's high-S twin (s -> n - s) verifies for the
+/// same request, so the replay cache must key on what was signed. Each order is tried: the twin
+/// first (it verifies: accepted), then the original (a replay); and the original first, then the
+/// twin (a replay). Refused replays never reach the backend.
+#[tokio::test]
+async fn the_high_s_twin_of_a_request_signature_is_a_replay() {
+    let p = platform().await;
+    let (backend, seen) = test_backend().await;
+    let g = gateway_edited("usp", &backend.to_string(), |t| t + SIG_POLICY).await;
+    let url = g.mcp_url();
+    let c = reqwest::Client::new();
+    let signed = || {
+        let args = json!({"name": "x", "_meta": {"usp": {"profile": p.profile,
+            "idempotency_key": uuid::Uuid::new_v4().to_string()}}});
+        let (mut h, body) = mcp_request("echo_post", args);
+        sign(&url, &mut h, &body, &p.ec, &USP, now());
+        let mut twin = h.clone();
+        let original = h["signature"].to_str().unwrap().to_string();
+        twin.insert(
+            "signature",
+            HeaderValue::from_str(&high_s_twin(&original)).unwrap(),
+        );
+        (h, twin, body)
+    };
+    let before = hits(&seen);
+    let (h, twin, body) = signed();
+    let a = post(&c, &url, twin, body.clone()).await;
+    assert_eq!(outcome(&a), "ok", "the twin alone verifies: {}", a.text);
+    let a = post(&c, &url, h, body).await;
+    assert_eq!(outcome(&a), "signature_invalid", "{}", a.text);
+    assert!(a.text.contains("already used"), "{}", a.text);
+
+    let (h, twin, body) = signed();
+    let a = post(&c, &url, h, body.clone()).await;
+    assert_eq!(outcome(&a), "ok", "{}", a.text);
+    let a = post(&c, &url, twin, body).await;
+    assert_eq!(outcome(&a), "signature_invalid", "{}", a.text);
+    assert!(a.text.contains("already used"), "{}", a.text);
+    assert_eq!(hits(&seen), before + 2, "only the first of each pair ran");
+    g.stop().await.unwrap();
+}
+
 #[tokio::test]
 async fn plain_binding_refuses_a_bad_signature_with_401_and_accepts_a_good_one() {
     let p = platform().await;

@@ -321,6 +321,147 @@ async fn bad_webhooks_are_refused_and_never_delivered() {
     env.gw.stop().await.unwrap();
 }
 
+/// ECDSA malleability: the high-S twin (s -> n - s) of a captured webhook signature verifies
+/// for the same body. It is refused as a replay (401), not merely answered as a duplicate event
+/// (200), in both orders; the twin sent first is accepted, which shows it verifies.
+#[tokio::test]
+async fn the_high_s_twin_of_a_webhook_signature_is_a_replay() {
+    let env = Env::start(true).await;
+    let auth = env.authority();
+    let twin_of = |s: &Signed| {
+        let mut headers = s.headers.clone();
+        let original = headers["signature"].to_str().unwrap().to_string();
+        headers.insert(
+            "signature",
+            http::HeaderValue::from_str(&high_s_twin(&original)).unwrap(),
+        );
+        Signed {
+            headers,
+            body: s.body.clone(),
+        }
+    };
+    let a = sign(
+        &env.keys.ec,
+        &auth,
+        &legacy("wh-twin-a", "appointment.booked", "A-1"),
+        now(),
+    );
+    let (status, body) = env.post(&twin_of(&a)).await;
+    assert_eq!(status, 202, "the twin alone verifies: {body}");
+    let (status, body) = env.post(&a).await;
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(body["type"], "urn:portico:webhook:replayed");
+
+    let b = sign(
+        &env.keys.ec,
+        &auth,
+        &legacy("wh-twin-b", "appointment.booked", "A-2"),
+        now(),
+    );
+    assert_eq!(env.post(&b).await.0, 202);
+    let (status, body) = env.post(&twin_of(&b)).await;
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(body["type"], "urn:portico:webhook:replayed");
+    env.gw.stop().await.unwrap();
+}
+
+/// A transform that fails on a validly signed payload gets 422 with what failed, never the
+/// mapping's jq program.
+#[tokio::test]
+async fn a_failed_transform_is_not_echoed_to_the_sender() {
+    let env = Env::start(true).await;
+    let body =
+        br#"{"webhook_id":"t-1","kind":"appointment.booked","occurred_at":"x","appointment":5}"#;
+    let (status, answer) = env
+        .post(&sign(&env.keys.ec, &env.authority(), body, now()))
+        .await;
+    assert_eq!(status, 422, "{answer}");
+    assert_eq!(answer["type"], "urn:portico:webhook:event_invalid");
+    let detail = answer["detail"].as_str().unwrap_or_default();
+    assert!(detail.contains("the transform failed"), "{detail}");
+    for part in [
+        "booking.confirmed",
+        ".webhook_id",
+        "appointment.number",
+        "if .kind",
+    ] {
+        assert!(!detail.contains(part), "`{part}` echoed: {detail}");
+    }
+    env.gw.stop().await.unwrap();
+}
+
+/// The business and the signature headers are checked before the body is read: refused
+/// requests are answered while their announced body has not been sent.
+#[tokio::test]
+async fn webhooks_are_refused_before_their_body_is_read() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let env = Env::start(true).await;
+    let head = |path: &str, extra: &str| {
+        format!(
+            "POST {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n{extra}Content-Length: 100000\r\n\r\n",
+            env.authority()
+        )
+    };
+    for (what, request, want) in [
+        ("unsigned", head("/webhooks/spa", ""), "HTTP/1.1 401"),
+        (
+            "unknown business",
+            head(
+                "/webhooks/nope",
+                "Signature-Input: sig1=();keyid=\"k\"\r\nSignature: sig1=:AA==:\r\n",
+            ),
+            "HTTP/1.1 404",
+        ),
+    ] {
+        let mut s = tokio::net::TcpStream::connect(env.gw.addr).await.unwrap();
+        s.write_all(request.as_bytes()).await.unwrap();
+        // The body is never sent: an answer can only come from a check made before it.
+        let mut got = [0u8; 12];
+        tokio::time::timeout(Duration::from_secs(5), s.read_exact(&mut got))
+            .await
+            .unwrap_or_else(|_| panic!("{what}: no answer without the body"))
+            .unwrap();
+        assert_eq!(&got, want.as_bytes(), "{what}");
+    }
+    env.gw.stop().await.unwrap();
+}
+
+/// A webhook whose body stalls after its (signed-looking) head is answered 408 at the
+/// listener's body timeout.
+#[tokio::test]
+async fn a_stalled_webhook_body_gets_408() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let timeout = Duration::from_secs(1);
+    let opts = portico::mcp::http::HttpOptions {
+        limits: portico::ops::limits::Limits {
+            body_timeout: timeout,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let env = Env::start_with(true, opts).await;
+    let signed = sign(&env.keys.ec, &env.authority(), b"{}", now());
+    let mut head = format!(
+        "POST /webhooks/spa HTTP/1.1\r\nHost: {}\r\n",
+        env.authority()
+    );
+    for (k, v) in &signed.headers {
+        head.push_str(&format!("{k}: {}\r\n", v.to_str().unwrap()));
+    }
+    head.push_str("Content-Length: 100\r\n\r\n{");
+    let mut s = tokio::net::TcpStream::connect(env.gw.addr).await.unwrap();
+    s.write_all(head.as_bytes()).await.unwrap();
+    let started = std::time::Instant::now();
+    let mut got = [0u8; 12];
+    tokio::time::timeout(Duration::from_secs(5), s.read_exact(&mut got))
+        .await
+        .expect("an answer at the body timeout")
+        .unwrap();
+    assert_eq!(&got, b"HTTP/1.1 408");
+    assert!(started.elapsed() >= timeout - Duration::from_millis(100));
+    env.gw.stop().await.unwrap();
+}
+
 #[tokio::test]
 async fn legacy_hmac_senders_are_verified() {
     let env = Env::start(false).await;
@@ -1029,8 +1170,15 @@ async fn retention_bounds_the_replay_buffer_and_the_dedupe_window() {
         (id, e["params"]["event_id"].clone()),
         (Some(3), json!("wh-3"))
     );
-    // Within the window the same id (signed afresh) is a duplicate; after it, an event again.
-    let (status, body) = env.good("wh-4", "A-1").await;
+    // Within the window the same id (signed afresh: another `created`, since the same signed
+    // message twice is a replay) is a duplicate; after it, an event again.
+    let again = sign(
+        &env.keys.ec,
+        &env.authority(),
+        &legacy("wh-4", "appointment.booked", "A-1"),
+        now() - 2,
+    );
+    let (status, body) = env.post(&again).await;
     assert_eq!((status, body["status"].clone()), (200, json!("duplicate")));
     tokio::time::sleep(Duration::from_millis(3500)).await;
     let (status, body) = env.good("wh-4", "A-1").await;

@@ -329,12 +329,19 @@ async fn signed(
         .verify(info, call.meta.profile.as_deref(), now())
         .await
         .map_err(Refusal::sig)?;
+    // Keyed on what was signed (key, base, `created`), not on the signature bytes, which an
+    // ECDSA signature has two valid forms of; kept for as long as `created` lets it verify.
     use base64::Engine;
     let mark = format!(
         "rfc9421:{}",
-        base64::engine::general_purpose::STANDARD.encode(&v.signature)
+        base64::engine::general_purpose::STANDARD.encode(v.replay_key)
     );
-    if !stores().replay.first_use(&tool.business.name, &mark).await {
+    let keep = crate::webhook::sig::replay_window(sigs.max_age);
+    if !stores()
+        .replay
+        .first_use_for(&tool.business.name, &mark, keep)
+        .await
+    {
         return Err(Refusal {
             invalid_token: true,
             mechanism: Some(Mechanism::HttpMessageSignature.name()),
@@ -689,13 +696,33 @@ pub fn admit(tool: &Tool, grant: &Grant) -> Result<(), Reply> {
     Err(binding.render_failure(f, &ToolCtx::default()))
 }
 
-/// Renders a refusal the way the business's binding answers authentication failures.
-pub fn render(tool: &Tool, r: Refusal) -> Reply {
-    render_for(&tool.business, r)
+/// Logs why a call was refused, never the credential: a presented credential that failed at
+/// WARN (a probe, or a client misconfigured), a missing or insufficient one at INFO.
+fn log_refusal(business: &str, subject: &str, r: &Refusal) {
+    let mechanism = r.mechanism.unwrap_or("none");
+    if r.invalid_token {
+        tracing::warn!(business, subject, code = r.code, mechanism, reason = %r.message, "call refused");
+    } else {
+        tracing::info!(business, subject, code = r.code, mechanism, reason = %r.message, "call refused");
+    }
 }
 
-/// [`render`] for a refusal about anything of `business` (a tool, a resource).
+/// Renders a refusal the way the business's binding answers authentication failures (and
+/// logs it).
+pub fn render(tool: &Tool, r: Refusal) -> Reply {
+    log_refusal(&tool.business.name, &tool.name, &r);
+    shape(&tool.business, r)
+}
+
+/// [`render`] for a refusal about anything of `business` other than a tool call (a resource,
+/// a stream, a prompt); logged with the subject `read`.
 pub fn render_for(business: &crate::config::Business, r: Refusal) -> Reply {
+    log_refusal(&business.name, "read", &r);
+    shape(business, r)
+}
+
+/// The binding's form of a refusal.
+fn shape(business: &crate::config::Business, r: Refusal) -> Reply {
     let binding = &business.binding;
     let status = match r.kind {
         FailureKind::Unauthenticated => 401,

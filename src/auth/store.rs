@@ -35,10 +35,35 @@ pub trait IdentityStore: Send + Sync {
     ) -> Fut<'a, Bound>;
 }
 
-/// Proof identifiers seen within the replay window.
+/// Proof identifiers and signed messages seen within their replay windows.
 pub trait ReplayCache: Send + Sync {
-    /// True the first time `jti` is presented (it is recorded); false for a replay.
-    fn first_use<'a>(&'a self, business: &'a str, jti: &'a str) -> Fut<'a, bool>;
+    /// True the first time `mark` is presented (it is then kept for `keep`); false for a replay.
+    fn first_use_for<'a>(
+        &'a self,
+        business: &'a str,
+        mark: &'a str,
+        keep: Duration,
+    ) -> Fut<'a, bool>;
+
+    /// [`ReplayCache::first_use_for`] with the proof window [`JTI_TTL`].
+    fn first_use<'a>(&'a self, business: &'a str, jti: &'a str) -> Fut<'a, bool> {
+        self.first_use_for(business, jti, JTI_TTL)
+    }
+}
+
+/// A moka expiry that keeps each entry for the duration stored as its value: replay caches
+/// whose entries each have their own window.
+pub struct KeepFor;
+
+impl<K> moka::Expiry<K, Duration> for KeepFor {
+    fn expire_after_create(
+        &self,
+        _key: &K,
+        keep: &Duration,
+        _at: std::time::Instant,
+    ) -> Option<Duration> {
+        Some(*keep)
+    }
 }
 
 /// A booking-scoped credential portico issued.
@@ -151,7 +176,7 @@ impl Stores {
             replay: Arc::new(MemoryReplay(
                 moka::sync::Cache::builder()
                     .max_capacity(1_000_000)
-                    .time_to_live(JTI_TTL)
+                    .expire_after(KeepFor)
                     .build(),
             )),
             credentials: Arc::new(MemoryCredentials(
@@ -209,14 +234,19 @@ impl IdentityStore for MemoryIdentities {
     }
 }
 
-struct MemoryReplay(moka::sync::Cache<String, ()>);
+struct MemoryReplay(moka::sync::Cache<String, Duration>);
 
 impl ReplayCache for MemoryReplay {
-    fn first_use<'a>(&'a self, business: &'a str, jti: &'a str) -> Fut<'a, bool> {
+    fn first_use_for<'a>(
+        &'a self,
+        business: &'a str,
+        mark: &'a str,
+        keep: Duration,
+    ) -> Fut<'a, bool> {
         let fresh = self
             .0
-            .entry(format!("{business}\u{0}{jti}"))
-            .or_insert(())
+            .entry(format!("{business}\u{0}{mark}"))
+            .or_insert(keep)
             .is_fresh();
         Box::pin(async move { fresh })
     }

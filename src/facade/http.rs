@@ -183,19 +183,19 @@ async fn answer(facade: &Facade, req: hyper::Request<Incoming>) -> Response<Full
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_ascii_lowercase);
-    let bytes = match Limited::new(req.into_body(), facade.max_body_bytes)
-        .collect()
-        .await
-    {
-        Ok(c) => c.to_bytes(),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+    let (parts, body) = req.into_parts();
+    let read = Limited::new(body, facade.max_body_bytes).collect();
+    let bytes = match crate::ops::limits::within_body_deadline(&parts.extensions, read).await {
+        Err(timed_out) => return problem(facade, 408, timed_out.to_string()),
+        Ok(Ok(c)) => c.to_bytes(),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
             return problem(
                 facade,
                 413,
                 format!("the body is larger than {} bytes", facade.max_body_bytes),
             );
         }
-        Err(_) => return problem(facade, 400, "the request body could not be read"),
+        Ok(Err(_)) => return problem(facade, 400, "the request body could not be read"),
     };
     let body = if bytes.is_empty() {
         None
@@ -250,15 +250,16 @@ pub async fn serve(
     tls: Option<Arc<Tls>>,
     shutdown: impl std::future::Future<Output = ()>,
     drain: Duration,
+    limits: crate::ops::limits::Limits,
 ) -> std::io::Result<()> {
-    use hyper_util::rt::{TokioExecutor, TokioIo};
-    use hyper_util::server::conn::auto::Builder;
+    use hyper_util::rt::TokioIo;
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let gate = crate::ops::limits::Gate::new("facade", limits);
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let (stream, _) = match accepted {
+                let (stream, peer) = match accepted {
                     Ok(s) => s,
                     Err(e) => {
                         tracing::warn!(error = %e, "facade accept failed");
@@ -266,7 +267,9 @@ pub async fn serve(
                         continue;
                     }
                 };
+                let Ok(slot) = gate.admit(peer.ip()) else { continue };
                 let _ = stream.set_nodelay(true);
+                let (stream, slot) = gate.watch(stream, slot);
                 let facade = facade.clone();
                 let svc = hyper::service::service_fn(move |req| {
                     let facade = facade.clone();
@@ -274,10 +277,14 @@ pub async fn serve(
                     // carry the size of a request's future.
                     Box::pin(async move { Ok::<_, Infallible>(handle(&facade, req).await) })
                 });
+                let svc = gate.service(slot, svc);
+                let builder = gate.limits.auto();
                 let Some(tls) = tls.clone() else {
-                    let conn = graceful.watch(Builder::new(TokioExecutor::new()).serve_connection(TokioIo::new(stream), svc).into_owned());
+                    let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), svc).into_owned());
+                    let gate = gate.clone();
                     tokio::spawn(async move {
                         if let Err(e) = conn.await {
+                            gate.ended(&*e);
                             tracing::debug!(error = %e, "facade connection ended with an error");
                         }
                     });
@@ -286,13 +293,15 @@ pub async fn serve(
                 // The handshake runs in the connection's task; the watcher holds shutdown until
                 // the connection is done.
                 let watcher = graceful.watcher();
+                let gate = gate.clone();
                 tokio::spawn(async move {
                     let stream = match tls.accept(stream).await {
                         Ok(s) => s,
                         Err(e) => return tracing::debug!(error = %e, "facade TLS handshake failed"),
                     };
-                    let conn = Builder::new(TokioExecutor::new()).serve_connection(TokioIo::new(stream), svc).into_owned();
+                    let conn = builder.serve_connection(TokioIo::new(stream), svc).into_owned();
                     if let Err(e) = watcher.watch(conn).await {
+                        gate.ended(&*e);
                         tracing::debug!(error = %e, "facade connection ended with an error");
                     }
                 });
@@ -355,6 +364,8 @@ pub struct Listen {
     pub tls_reload: Duration,
     /// How long in-flight requests may run after `stop`.
     pub drain: Duration,
+    /// Connection limits (`ops::limits`).
+    pub limits: crate::ops::limits::Limits,
 }
 
 impl Default for Listen {
@@ -363,6 +374,7 @@ impl Default for Listen {
             tls: None,
             tls_reload: Duration::from_secs(2),
             drain: Duration::from_secs(10),
+            limits: Default::default(),
         }
     }
 }
@@ -398,6 +410,7 @@ pub async fn start_with(
             let _ = rx.await;
         },
         listen.drain,
+        listen.limits,
     ));
     Ok(Running {
         addr,

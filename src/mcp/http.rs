@@ -104,6 +104,8 @@ pub struct HttpOptions {
     /// connections handed to them round robin, with every request on them; 0 serves
     /// connections on the calling runtime's workers instead. Default: one per CPU.
     pub shards: usize,
+    /// Connection limits (`ops::limits`): caps, timeouts, header size, HTTP/2 streams.
+    pub limits: crate::ops::limits::Limits,
 }
 
 impl Default for HttpOptions {
@@ -127,6 +129,7 @@ impl Default for HttpOptions {
             webhook_retention: Default::default(),
             shards: crate::ops::shards::per_cpu(),
             tls: None,
+            limits: Default::default(),
         }
     }
 }
@@ -522,7 +525,17 @@ fn accepts(headers: &HeaderMap) -> (bool, bool) {
     (json, sse)
 }
 
-fn host_of(authority: &str) -> String {
+/// The `Host` header, else the URI's authority (HTTP/2's `:authority`), as sent.
+pub(crate) fn request_host<B>(req: &Request<B>) -> Option<String> {
+    req.headers()
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .or_else(|| req.uri().authority().map(|a| a.to_string()))
+}
+
+/// The host of a `Host` header or URI authority, lower-cased, without port or IPv6 brackets.
+pub(crate) fn host_of(authority: &str) -> String {
     let a = authority.trim().to_ascii_lowercase();
     if let Some(rest) = a.strip_prefix('[') {
         return rest.split(']').next().unwrap_or("").to_string();
@@ -548,12 +561,7 @@ impl Server {
 
     /// DNS-rebinding protection: foreign Host or Origin -> 403.
     fn check_origin(&self, req: &Request<Incoming>) -> Option<Response<Body>> {
-        let host = req
-            .headers()
-            .get(header::HOST)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string)
-            .or_else(|| req.uri().authority().map(|a| a.to_string()));
+        let host = request_host(req);
         let forbidden = |what: &str| {
             Some(rpc_error(
                 StatusCode::FORBIDDEN,
@@ -563,8 +571,12 @@ impl Server {
                 None,
             ))
         };
-        if let Some(h) = &host
-            && !self.host_allowed(&host_of(h))
+        // A request without a Host (HTTP/1.0) names no host this gateway serves.
+        let any_host = self.opts.allowed_hosts.iter().any(|h| h == "*");
+        if !any_host
+            && !host
+                .as_ref()
+                .is_some_and(|h| self.host_allowed(&host_of(h)))
         {
             return forbidden("this Host");
         }
@@ -884,9 +896,23 @@ impl Server {
             let drained = len <= max as u64 + DRAIN_BYTES && drain(&mut body).await;
             return too_big(drained);
         }
-        let bytes = match Limited::new(&mut body, max).collect().await {
-            Ok(c) => c.to_bytes(),
-            Err(e) => {
+        let read = Limited::new(&mut body, max).collect();
+        let read = crate::ops::limits::within_body_deadline(&parts.extensions, read).await;
+        let bytes = match read {
+            Err(timed_out) => {
+                let mut r = rpc_error(
+                    StatusCode::REQUEST_TIMEOUT,
+                    &Value::Null,
+                    INVALID_REQUEST,
+                    &timed_out.to_string(),
+                    None,
+                );
+                r.headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                return r;
+            }
+            Ok(Ok(c)) => c.to_bytes(),
+            Ok(Err(e)) => {
                 if e.downcast_ref::<http_body_util::LengthLimitError>()
                     .is_some()
                 {
@@ -1759,9 +1785,9 @@ pub async fn serve(
     server: Arc<Server>,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
-    use hyper_util::rt::{TokioExecutor, TokioIo};
-    use hyper_util::server::conn::auto::Builder;
+    use hyper_util::rt::TokioIo;
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let gate = crate::ops::limits::Gate::new("mcp", server.opts.limits.clone());
     let shards = match server.opts.shards {
         0 => None,
         n => match crate::ops::shards::Shards::start(n) {
@@ -1785,6 +1811,8 @@ pub async fn serve(
                         continue;
                     }
                 };
+                // Over a connection cap: dropping the socket closes it.
+                let Ok(slot) = gate.admit(peer.ip()) else { continue };
                 let _ = stream.set_nodelay(true);
                 let tls = server.opts.tls.clone();
                 let server = server.clone();
@@ -1809,10 +1837,15 @@ pub async fn serve(
                 // The connection's task: the TLS handshake (if any), then HTTP until it ends.
                 // The watcher holds shutdown until the connection is done.
                 let watcher = graceful.watcher();
+                let gate = gate.clone();
                 let conn = move |stream: tokio::net::TcpStream| async move {
+                    // The socket closes when idle (a stalled TLS handshake too); requests carry
+                    // their body deadline; the builder holds the header and HTTP/2 limits.
+                    let (stream, slot) = gate.watch(stream, slot);
+                    let builder = gate.limits.auto();
                     let ended = match tls {
                         None => {
-                            let conn = Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(TokioIo::new(stream), svc(None)).into_owned();
+                            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), gate.service(slot, svc(None))).into_owned();
                             watcher.watch(conn).await
                         }
                         Some(tls) => {
@@ -1821,11 +1854,12 @@ pub async fn serve(
                                 Err(e) => return tracing::debug!(error = %e, "TLS handshake failed"),
                             };
                             let cert = stream.get_ref().1.peer_certificates().and_then(|c| c.first()).map(|c| crate::auth::transport::ClientCert::from_der(c.as_ref()));
-                            let conn = Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(TokioIo::new(stream), svc(cert)).into_owned();
+                            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), gate.service(slot, svc(cert))).into_owned();
                             watcher.watch(conn).await
                         }
                     };
                     if let Err(e) = ended {
+                        gate.ended(&*e);
                         tracing::debug!(error = %e, "connection ended with an error");
                     }
                 };

@@ -23,6 +23,11 @@ pub struct AdminOptions {
     pub probe_timeout: Duration,
     /// How long a readiness result is reused.
     pub probe_cache: Duration,
+    /// Accepted `Host` names besides IP literals (`*` accepts any); others get 403, against
+    /// DNS rebinding.
+    pub allowed_hosts: Vec<String>,
+    /// Connection limits (`ops::limits`).
+    pub limits: super::limits::Limits,
 }
 
 impl Default for AdminOptions {
@@ -30,6 +35,8 @@ impl Default for AdminOptions {
         AdminOptions {
             probe_timeout: Duration::from_millis(500),
             probe_cache: Duration::from_secs(2),
+            allowed_hosts: vec!["localhost".into()],
+            limits: Default::default(),
         }
     }
 }
@@ -177,8 +184,35 @@ impl Admin {
         respond(status, "application/json", body.to_string())
     }
 
+    /// True when the request names this listener: an IP literal (a browser that reached it
+    /// by address, which DNS rebinding cannot forge) or an allowed name. A request without a
+    /// Host names nothing.
+    fn host_allowed<B>(&self, req: &Request<B>) -> bool {
+        let host = crate::mcp::http::request_host(req);
+        let Some(host) = host.map(|h| crate::mcp::http::host_of(&h)) else {
+            return false;
+        };
+        host.parse::<std::net::IpAddr>().is_ok()
+            || self
+                .opts
+                .allowed_hosts
+                .iter()
+                .any(|h| h == "*" || h.eq_ignore_ascii_case(&host))
+    }
+
     /// Routes one admin request.
     pub async fn handle<B>(self: Arc<Self>, req: Request<B>) -> Response<Full<Bytes>> {
+        if !self.host_allowed(&req) {
+            tracing::info!(
+                path = req.uri().path(),
+                "admin request refused: Host not allowed"
+            );
+            return respond(
+                StatusCode::FORBIDDEN,
+                "text/plain",
+                "Forbidden: this Host is not allowed\n",
+            );
+        }
         if req.method() != Method::GET && req.method() != Method::HEAD {
             let mut r = respond(StatusCode::METHOD_NOT_ALLOWED, "text/plain", "GET only\n");
             r.headers_mut()
@@ -244,10 +278,11 @@ pub async fn serve(listener: TcpListener, admin: Arc<Admin>, mut stop: watch::Re
         let _ = stop.wait_for(|s| *s).await;
     };
     tokio::pin!(stopped);
+    let gate = super::limits::Gate::new("admin", admin.opts.limits.clone());
     loop {
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((s, _)) => s,
+                Ok(s) => s,
                 Err(e) => {
                     tracing::warn!(error = %e, "admin accept failed");
                     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -256,16 +291,23 @@ pub async fn serve(listener: TcpListener, admin: Arc<Admin>, mut stop: watch::Re
             },
             _ = &mut stopped => return,
         };
-        let admin = admin.clone();
+        let Ok(slot) = gate.admit(peer.ip()) else {
+            continue;
+        };
+        let (admin, gate) = (admin.clone(), gate.clone());
         tokio::spawn(async move {
             let svc = hyper::service::service_fn(move |req| {
                 let admin = admin.clone();
-                async move { Ok::<_, Infallible>(admin.handle(req).await) }
+                Box::pin(async move { Ok::<_, Infallible>(admin.handle(req).await) })
             });
-            if let Err(e) = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), svc)
+            let (stream, slot) = gate.watch(stream, slot);
+            if let Err(e) = gate
+                .limits
+                .http1()
+                .serve_connection(TokioIo::new(stream), gate.service(slot, svc))
                 .await
             {
+                gate.ended(&e);
                 tracing::debug!(error = %e, "admin connection ended with an error");
             }
         });

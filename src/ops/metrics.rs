@@ -68,6 +68,12 @@ pub const TLS_RELOADS: &str = "portico_tls_reloads_total";
 /// `initialize` requests refused a session, by reason (`full`, `rate_limited`,
 /// `state_unavailable`).
 pub const SESSIONS_REFUSED: &str = "portico_sessions_refused_total";
+/// Connections a listener refused or closed for one of its limits (`ops::limits`), by listener
+/// and reason (`max_connections`, `per_client`, `header_timeout`, `header_too_large`, `idle`,
+/// `body_timeout`).
+pub const CONNECTIONS_LIMITED: &str = "portico_connections_limited_total";
+/// Open connections by listener.
+pub const CONNECTIONS_OPEN: &str = "portico_connections_open";
 
 /// Latency buckets in seconds: 1 ms to 30 s.
 const BUCKETS: &[f64] = &[
@@ -192,6 +198,11 @@ fn describe() {
         TLS_RELOADS,
         "TLS certificate reloads by result (applied, refused: the previous certificate stays)"
     );
+    describe_counter!(
+        CONNECTIONS_LIMITED,
+        "connections refused or closed for a listener limit, by listener and reason (max_connections, per_client, header_timeout, header_too_large, idle, body_timeout)"
+    );
+    describe_gauge!(CONNECTIONS_OPEN, "open connections by listener");
     describe_counter!(
         WEBHOOK_REPLAYED,
         "webhook frames re-sent from the replay buffer after Last-Event-ID"
@@ -365,6 +376,21 @@ pub fn session_refused(reason: &'static str) {
 pub fn tls_reload(applied: bool) {
     let result = if applied { "applied" } else { "refused" };
     counter!(TLS_RELOADS, "result" => result).increment(1);
+}
+
+/// Counts a connection refused or closed for a listener limit.
+pub fn connection_limited(listener: &'static str, reason: &'static str) {
+    counter!(CONNECTIONS_LIMITED, "listener" => listener, "reason" => reason).increment(1);
+}
+
+/// Counts a listener's connection opening (`true`) or closing.
+pub fn connection_open(listener: &'static str, opened: bool) {
+    let g = gauge!(CONNECTIONS_OPEN, "listener" => listener);
+    if opened {
+        g.increment(1.0);
+    } else {
+        g.decrement(1.0);
+    }
 }
 
 /// Counts an open SSE stream until dropped.

@@ -15,7 +15,6 @@ use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 
 /// Longest a client may take to finish the TLS handshake.
@@ -186,10 +185,10 @@ impl Tls {
     }
 
     /// The TLS handshake on an accepted connection, bounded in time.
-    pub async fn accept(
-        &self,
-        stream: TcpStream,
-    ) -> std::io::Result<tokio_rustls::server::TlsStream<TcpStream>> {
+    pub async fn accept<S>(&self, stream: S) -> std::io::Result<tokio_rustls::server::TlsStream<S>>
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    {
         match tokio::time::timeout(HANDSHAKE_TIMEOUT, self.acceptor.accept(stream)).await {
             Ok(r) => r,
             Err(_) => Err(std::io::Error::new(

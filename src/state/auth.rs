@@ -104,11 +104,16 @@ async fn set_new(state: &Shared, key: String, ttl: Duration) -> Result<bool, sup
 struct RedisReplay(&'static Arc<Shared>);
 
 impl ReplayCache for RedisReplay {
-    fn first_use<'a>(&'a self, business: &'a str, jti: &'a str) -> Fut<'a, bool> {
+    fn first_use_for<'a>(
+        &'a self,
+        business: &'a str,
+        mark: &'a str,
+        keep: Duration,
+    ) -> Fut<'a, bool> {
         let state = self.0;
-        let key = state.key(&format!("jti:{}", id(&[business, jti])));
+        let key = state.key(&format!("jti:{}", id(&[business, mark])));
         run(false, async move {
-            match set_new(state, key, JTI_TTL * 2).await {
+            match set_new(state, key, keep.max(JTI_TTL * 2)).await {
                 Ok(fresh) => fresh,
                 Err(e) => {
                     tracing::warn!(error = %e, "proof replay cache unavailable; refusing the proof");

@@ -45,6 +45,10 @@ pub enum PathError {
     DotOrEmpty(String),
     #[error("argument `{0}` is longer than {MAX_SEGMENT_LEN} bytes")]
     TooLong(String),
+    #[error(
+        "argument `{0}` must not contain control characters (NUL, CR, LF, ...) when used in a path"
+    )]
+    Control(String),
 }
 
 impl PathTemplate {
@@ -133,6 +137,11 @@ impl PathTemplate {
                     if raw.len() > MAX_SEGMENT_LEN {
                         return Err(PathError::TooLong(name()));
                     }
+                    // Encoded, a NUL (`%00`) or CR/LF would still reach the backend, whose
+                    // framework may cut or split the path there.
+                    if raw.bytes().any(|b| b.is_ascii_control()) {
+                        return Err(PathError::Control(name()));
+                    }
                     out.extend(utf8_percent_encode(&raw, SEGMENT));
                 }
             }
@@ -191,6 +200,20 @@ mod tests {
             p.render(&json!({"id": 1.5})),
             Err(PathError::NotScalar("id".into()))
         );
+    }
+
+    #[test]
+    fn refuses_control_characters() {
+        let p = t("/x/{id}");
+        for bad in ["a\u{0}b", "\u{0}", "a\r\nb", "tab\there", "del\u{7f}"] {
+            assert_eq!(
+                p.render(&json!({ "id": bad })),
+                Err(PathError::Control("id".into())),
+                "{bad:?}"
+            );
+        }
+        // Non-ASCII text is still one encoded segment.
+        assert_eq!(p.render(&json!({"id": "café"})).unwrap(), "/x/caf%C3%A9");
     }
 
     #[test]

@@ -29,14 +29,19 @@ pub async fn receive(
         return refuse(StatusCode::NOT_FOUND, "use POST /webhooks/{business}");
     }
     let (parts, body) = req.into_parts();
-    let bytes = match Limited::new(body, max_body).collect().await {
-        Ok(c) => c.to_bytes(),
-        Err(_) => {
+    if let Err(reply) = ingress.precheck(gateway, business, &parts.headers) {
+        return reply;
+    }
+    let read = Limited::new(body, max_body).collect();
+    let bytes = match crate::ops::limits::within_body_deadline(&parts.extensions, read).await {
+        Ok(Ok(c)) => c.to_bytes(),
+        Ok(Err(_)) => {
             return refuse(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "body too large or unreadable",
             );
         }
+        Err(timed_out) => return refuse(StatusCode::REQUEST_TIMEOUT, &timed_out.to_string()),
     };
     let authority = parts
         .headers

@@ -29,6 +29,12 @@ pub struct HubOptions {
     pub queue: usize,
     /// Booking resources whose latest event is kept for `resources/read`.
     pub latest: u64,
+    /// Bytes the replay buffer may hold (events' JSON text, counted twice for the parsed
+    /// value): the oldest events leave first, the newest always stays.
+    pub replay_bytes: usize,
+    /// Bytes the latest-event table may hold (as for `replay_bytes`, plus the URI). Each entry
+    /// weighs at least `latest_bytes / latest`, so the table also keeps at most `latest`.
+    pub latest_bytes: u64,
     /// How long a session's resource subscriptions outlive its last use.
     pub subscription_idle: Duration,
 }
@@ -39,6 +45,8 @@ impl Default for HubOptions {
             replay: 1024,
             queue: 256,
             latest: 100_000,
+            replay_bytes: 64 << 20,
+            latest_bytes: 256 << 20,
             subscription_idle: Duration::from_secs(30 * 60),
         }
     }
@@ -61,6 +69,14 @@ pub struct Event {
     notification: Bytes,
     /// `id:` + `notifications/resources/updated` for `uri`.
     updated: Option<Bytes>,
+}
+
+impl Event {
+    /// What the event holds in memory, about: its frames, and its value as much again as
+    /// its JSON text.
+    fn weight(&self) -> usize {
+        2 * self.notification.len() + self.updated.as_ref().map_or(0, Bytes::len)
+    }
 }
 
 /// Which events a client wants (empty lists accept all).
@@ -120,6 +136,8 @@ struct State {
     next_seq: u64,
     next_client: u64,
     ring: VecDeque<Arc<Event>>,
+    /// The sum of the ring's [`Event::weight`]s.
+    ring_bytes: usize,
     clients: HashMap<u64, Arc<Client>>,
 }
 
@@ -127,7 +145,8 @@ struct State {
 pub struct Hub {
     opts: HubOptions,
     state: Mutex<State>,
-    latest: Cache<String, Arc<Value>>,
+    /// URI -> (latest event, its weight in bytes).
+    latest: Cache<String, (Arc<Value>, u32)>,
     subs: Cache<String, Arc<Mutex<HashSet<String>>>>,
 }
 
@@ -138,7 +157,21 @@ fn frame(seq: u64, message: &Value) -> Bytes {
 impl Hub {
     pub fn new(opts: HubOptions) -> Arc<Hub> {
         Arc::new(Hub {
-            latest: Cache::builder().max_capacity(opts.latest).build(),
+            latest: {
+                // Bounded by bytes, and (each entry weighing at least the per-entry share) by
+                // count.
+                let floor = opts.latest_bytes.div_ceil(opts.latest.max(1));
+                let floor = u32::try_from(floor).unwrap_or(u32::MAX);
+                Cache::builder()
+                    .max_capacity(opts.latest_bytes)
+                    .weigher(move |uri: &String, v: &(Arc<Value>, u32)| {
+                        let own = u32::try_from(uri.len())
+                            .unwrap_or(u32::MAX)
+                            .saturating_add(v.1);
+                        own.max(floor)
+                    })
+                    .build()
+            },
             subs: Cache::builder()
                 .max_capacity(100_000)
                 .time_to_idle(opts.subscription_idle)
@@ -331,7 +364,8 @@ impl Hub {
         });
         let event = Arc::new(event);
         if let Some(u) = &uri {
-            self.latest.insert(u.clone(), event.clone());
+            let weight = u32::try_from(2 * notification.len()).unwrap_or(u32::MAX);
+            self.latest.insert(u.clone(), (event.clone(), weight));
         }
         let e = Arc::new(Event {
             seq,
@@ -344,16 +378,23 @@ impl Hub {
             notification,
             updated,
         });
-        if st.ring.len() >= self.opts.replay {
-            st.ring.pop_front();
+        let weight = e.weight();
+        while !st.ring.is_empty()
+            && (st.ring.len() >= self.opts.replay
+                || st.ring_bytes + weight > self.opts.replay_bytes)
+        {
+            if let Some(old) = st.ring.pop_front() {
+                st.ring_bytes -= old.weight();
+            }
         }
+        st.ring_bytes += weight;
         st.ring.push_back(e.clone());
         e
     }
 
     /// The latest event for a booking resource.
     pub fn latest(&self, uri: &str) -> Option<Arc<Value>> {
-        self.latest.get(uri)
+        self.latest.get(uri).map(|(v, _)| v)
     }
 
     /// Records (or removes) a session's subscription to `uri`.
@@ -611,5 +652,82 @@ mod tests {
         // e2 produced nothing for this client (unsubscribed, filtered); e3 passes the filter.
         assert!(next_text(&mut s).await.contains("\"e3\""));
         assert_eq!(hub.latest(&uri).unwrap()["event_id"], "e2");
+    }
+
+    #[test]
+    fn the_replay_buffer_is_bounded_by_bytes() {
+        let hub = Hub::new(HubOptions {
+            replay: 1000,
+            replay_bytes: 20_000,
+            ..HubOptions::default()
+        });
+        let big = "x".repeat(3_000);
+        for n in 1..=10 {
+            hub.publish(
+                "spa",
+                "usp_webhook",
+                json!({"event_id": format!("e{n}"), "pad": big}),
+                None,
+            );
+        }
+        let kept = hub.recent(100);
+        // Each event weighs over 6 KB: three fit in 20 KB, the newest first.
+        assert_eq!(kept.len(), 3, "{}", kept.len());
+        assert_eq!(kept[0].seq, 10);
+        let bytes: usize = kept.iter().map(|e| e.weight()).sum();
+        assert!(bytes <= 20_000, "{bytes}");
+        // One event larger than the whole budget is still kept (alone).
+        let huge = "y".repeat(30_000);
+        hub.publish(
+            "spa",
+            "usp_webhook",
+            json!({"event_id": "h", "pad": huge}),
+            None,
+        );
+        assert_eq!(hub.recent(100).len(), 1);
+    }
+
+    #[test]
+    fn the_latest_event_table_is_bounded_by_bytes_and_count() {
+        let hub = Hub::new(HubOptions {
+            latest: 1_000,
+            latest_bytes: 100_000,
+            ..HubOptions::default()
+        });
+        let big = "x".repeat(10_000);
+        for n in 0..50 {
+            let uri = format!("usp://bookings/B-{n}");
+            hub.publish(
+                "spa",
+                "usp_webhook",
+                json!({"event_id": n, "pad": big}),
+                Some(uri),
+            );
+        }
+        hub.latest.run_pending_tasks();
+        // About 20 KB each: at most five fit in 100 KB.
+        let held = hub.latest.weighted_size();
+        assert!(held <= 100_000, "{held} bytes held");
+        assert!(
+            hub.latest.entry_count() <= 5,
+            "{}",
+            hub.latest.entry_count()
+        );
+        // Small entries: the count bound holds (each weighs at least 100 bytes).
+        let small = Hub::new(HubOptions {
+            latest: 10,
+            latest_bytes: 1_000,
+            ..HubOptions::default()
+        });
+        for n in 0..100 {
+            let uri = format!("usp://bookings/S-{n}");
+            small.publish("spa", "usp_webhook", json!({"event_id": n}), Some(uri));
+        }
+        small.latest.run_pending_tasks();
+        assert!(
+            small.latest.entry_count() <= 10,
+            "{}",
+            small.latest.entry_count()
+        );
     }
 }

@@ -7,10 +7,11 @@ use super::egress::Egress;
 use super::hub::Hub;
 use super::journal::{Journal, Record};
 use super::keys::{Alg, SigningKey};
-use super::sig::{self, Policy, RequestParts, SigError};
+use super::sig::{self, Policy, RequestParts, SigError, replay_window};
+use crate::auth::store::KeepFor;
 use crate::config::Gateway;
 use crate::translate::transform::Vars3;
-use http::StatusCode;
+use http::{HeaderMap, StatusCode};
 use moka::sync::Cache;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -111,31 +112,6 @@ impl Default for Retention {
     }
 }
 
-/// How long an accepted signature must be remembered to refuse its replay: it verifies while
-/// `created` is within `max_age` of now, so the last instant it could be replayed is at most
-/// `2 × max_age` after it was accepted (`created` up to `max_age` in the future), plus one
-/// second for the whole-second clock.
-pub fn replay_window(max_age: Duration) -> Duration {
-    max_age
-        .saturating_mul(2)
-        .saturating_add(Duration::from_secs(1))
-}
-
-/// Each accepted signature expires when it can no longer verify ([`replay_window`]), so the
-/// cache holds only the signatures of the last few minutes, not hours of them.
-struct UntilStale;
-
-impl moka::Expiry<Vec<u8>, Duration> for UntilStale {
-    fn expire_after_create(
-        &self,
-        _signature: &Vec<u8>,
-        window: &Duration,
-        _at: std::time::Instant,
-    ) -> Option<Duration> {
-        Some(*window)
-    }
-}
-
 /// The webhook receiver: hub, dedupe store and the seen-signature cache.
 pub struct Ingress {
     pub hub: Arc<Hub>,
@@ -143,7 +119,8 @@ pub struct Ingress {
     /// portico's signer for `deliver_to` (and `/.well-known/jwks.json`); `None` only when no
     /// key could be made.
     pub egress: Option<Arc<Egress>>,
-    /// Signatures already accepted, each kept for its [`replay_window`].
+    /// What accepted signatures signed ([`sig::Verified::replay_key`], or the HMAC tag), each
+    /// kept for its [`replay_window`].
     signatures: Cache<Vec<u8>, Duration>,
     /// The dedupe window (journal compaction and the shared store use it too).
     dedupe_window: Duration,
@@ -168,7 +145,7 @@ impl Ingress {
             journal,
             signatures: Cache::builder()
                 .max_capacity(1_000_000)
-                .expire_after(UntilStale)
+                .expire_after(KeepFor)
                 .build(),
             dedupe_window,
         }
@@ -274,6 +251,46 @@ impl Ingress {
         Ok(resumed)
     }
 
+    /// What can be checked before the body is read: `business` takes webhooks, and the request
+    /// carries the signature headers of a scheme it accepts (RFC 9421, or its HMAC header). The
+    /// body of a request refused here is never read.
+    pub fn precheck(
+        &self,
+        gateway: &Gateway,
+        business: &str,
+        headers: &HeaderMap,
+    ) -> Result<(), Reply> {
+        let cfg = gateway
+            .businesses
+            .iter()
+            .find(|b| b.name == business)
+            .and_then(|b| b.webhooks.as_ref());
+        let refusal = match cfg {
+            None => Refusal::UnknownBusiness(business.to_string()),
+            Some(cfg) => {
+                let rfc9421 =
+                    headers.contains_key("signature-input") || headers.contains_key("signature");
+                let hmac = cfg
+                    .hmac
+                    .as_ref()
+                    .is_some_and(|(name, _)| headers.contains_key(name));
+                if rfc9421 || hmac {
+                    return Ok(());
+                }
+                Refusal::Signature(SigError::Unsigned)
+            }
+        };
+        let known = cfg.map_or("unknown", |c| c.business.as_str());
+        Err(self.refused(business, known, &refusal))
+    }
+
+    /// Counts and logs a refusal; the sender's answer.
+    fn refused(&self, business: &str, known: &str, e: &Refusal) -> Reply {
+        crate::ops::metrics::webhook_received(known, e.slug());
+        tracing::info!(business, refused = e.slug(), detail = %e, "webhook refused");
+        e.reply()
+    }
+
     /// Handles one request for `business` (already read: `parts` and the raw `body`).
     pub async fn receive(
         &self,
@@ -292,26 +309,23 @@ impl Ingress {
             Some(cfg) => self.accept(cfg, parts, body, now).await,
             None => Err(Refusal::UnknownBusiness(business.to_string())),
         };
-        let label = match &result {
-            Ok((_, true)) => "queued",
-            Ok((_, false)) => "duplicate",
-            Err(e) => e.slug(),
-        };
         let known = cfg.as_ref().map_or("unknown", |c| c.business.as_str());
-        crate::ops::metrics::webhook_received(known, label);
         match result {
-            Ok((event_id, true)) => Reply {
-                status: StatusCode::ACCEPTED,
-                body: json!({"status": "queued", "event_id": event_id}),
-            },
-            Ok((event_id, false)) => Reply {
-                status: StatusCode::OK,
-                body: json!({"status": "duplicate", "event_id": event_id}),
-            },
-            Err(e) => {
-                tracing::info!(business, refused = e.slug(), detail = %e, "webhook refused");
-                e.reply()
+            Ok((event_id, true)) => {
+                crate::ops::metrics::webhook_received(known, "queued");
+                Reply {
+                    status: StatusCode::ACCEPTED,
+                    body: json!({"status": "queued", "event_id": event_id}),
+                }
             }
+            Ok((event_id, false)) => {
+                crate::ops::metrics::webhook_received(known, "duplicate");
+                Reply {
+                    status: StatusCode::OK,
+                    body: json!({"status": "duplicate", "event_id": event_id}),
+                }
+            }
+            Err(e) => self.refused(business, known, &e),
         }
     }
 
@@ -336,7 +350,11 @@ impl Ingress {
                 max_age: cfg.max_age,
                 require_created: true,
             };
-            sig::verify(parts, &cfg.keys, &policy, now)?.signature
+            // Keyed on what was signed, not on the signature's bytes: the high-S twin of a
+            // captured ECDSA signature verifies too and must count as the same signature.
+            sig::verify(parts, &cfg.keys, &policy, now)?
+                .replay_key
+                .to_vec()
         } else if let Some((name, secret)) = &cfg.hmac {
             let value = headers.get(name).and_then(|v| v.to_str().ok());
             sig::verify_hmac(value, secret, body, cfg.max_age, now)?
@@ -344,9 +362,30 @@ impl Ingress {
             return Err(SigError::Unsigned.into());
         };
         let window = replay_window(cfg.max_age);
-        if !self.signatures.entry(mark).or_insert(window).is_fresh() {
+        if !self
+            .signatures
+            .entry(mark.clone())
+            .or_insert(window)
+            .is_fresh()
+        {
             return Err(Refusal::Replayed);
         }
+        let out = self.accept_verified(cfg, body, now).await;
+        if let Err(Refusal::Journal(_)) = &out {
+            // Not recorded, through no fault of the sender: the same signed request may come
+            // again.
+            self.signatures.invalidate(&mark);
+        }
+        out
+    }
+
+    /// The steps after a signature was verified and recorded: transform, dedupe, journal, queue.
+    async fn accept_verified(
+        &self,
+        cfg: &WebhookConfig,
+        body: &[u8],
+        now: i64,
+    ) -> Result<(String, bool), Refusal> {
         let payload: Value =
             crate::json_text::from_slice(body).map_err(|e| Refusal::NotJson(e.to_string()))?;
         let event = match &cfg.transform {
@@ -360,7 +399,11 @@ impl Ingress {
                         meta: &Value::Null,
                     },
                 )
-                .map_err(|e| Refusal::BadEvent(e.to_string()))?
+                .map_err(|e| {
+                    // The sender is told what failed, never the mapping's program.
+                    tracing::info!(business = %cfg.business, error = %e, "webhook transform failed");
+                    Refusal::BadEvent(format!("the transform failed: {}", e.message))
+                })?
                 .ok_or_else(|| Refusal::BadEvent("the transform produced no value".into()))?,
         };
         if !event.is_object() {
@@ -478,18 +521,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_signature_is_remembered_as_long_as_it_could_verify() {
-        // Accepted with `created` up to max_age ahead, it verifies until created + max_age.
-        assert_eq!(
-            replay_window(Duration::from_secs(300)),
-            Duration::from_secs(601)
-        );
-        assert_eq!(replay_window(Duration::MAX), Duration::MAX);
-    }
-
-    #[test]
     fn accepted_signatures_leave_the_cache_after_their_window() {
-        let cache: Cache<Vec<u8>, Duration> = Cache::builder().expire_after(UntilStale).build();
+        let cache: Cache<Vec<u8>, Duration> = Cache::builder().expire_after(KeepFor).build();
         let short = Duration::from_millis(50);
         assert!(cache.entry(b"sig-a".to_vec()).or_insert(short).is_fresh());
         assert!(

@@ -137,6 +137,11 @@ impl VerifyingKey {
             .is_ok()
     }
 
+    /// The public key bytes: the uncompressed SEC1 point (P-256) or the raw 32 bytes (Ed25519).
+    pub fn public_bytes(&self) -> &[u8] {
+        &self.public
+    }
+
     /// The RFC 7638 JWK thumbprint (base64url SHA-256 of the required members, sorted).
     pub fn thumbprint(&self) -> String {
         let canonical = match self.alg {

@@ -3,6 +3,7 @@
 
 use super::ingress::Ingress;
 use crate::mcp::handler::Core;
+use crate::ops::limits::{Gate, Limits};
 use bytes::Bytes;
 use http::{Method, Response, StatusCode, header};
 use http_body_util::Full;
@@ -21,23 +22,33 @@ fn json_response(status: StatusCode, body: &Value) -> Response<Full<Bytes>> {
     r
 }
 
-/// Serves webhooks for `ingress` on `listener` until the task is dropped.
-pub async fn serve(listener: TcpListener, ingress: Arc<Ingress>, core: Arc<Core>, max_body: usize) {
+/// Serves webhooks for `ingress` on `listener` until the task is dropped, within `limits`.
+pub async fn serve(
+    listener: TcpListener,
+    ingress: Arc<Ingress>,
+    core: Arc<Core>,
+    max_body: usize,
+    limits: Limits,
+) {
+    let gate = Gate::new("webhook", limits);
     loop {
-        let stream = match listener.accept().await {
-            Ok((s, _)) => s,
+        let (stream, peer) = match listener.accept().await {
+            Ok(s) => s,
             Err(e) => {
                 tracing::warn!(error = %e, "webhook listener: accept failed");
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                 continue;
             }
         };
-        let (ingress, core) = (ingress.clone(), core.clone());
+        let Ok(slot) = gate.admit(peer.ip()) else {
+            continue;
+        };
+        let (ingress, core, gate) = (ingress.clone(), core.clone(), gate.clone());
         tokio::spawn(async move {
             let svc = hyper::service::service_fn(
                 move |req: http::Request<hyper::body::Incoming>| {
                     let (ingress, core) = (ingress.clone(), core.clone());
-                    async move {
+                    Box::pin(async move {
                         let path = req.uri().path().to_string();
                         let r = if let Some(business) = path.strip_prefix("/webhooks/") {
                             let gateway = core.gateway.load_full();
@@ -59,12 +70,21 @@ pub async fn serve(listener: TcpListener, ingress: Arc<Ingress>, core: Arc<Core>
                             )
                         };
                         Ok::<_, Infallible>(r)
-                    }
+                    })
                 },
             );
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+            let (stream, slot) = gate.watch(stream, slot);
+            let served = gate
+                .limits
+                .http1()
+                .serve_connection(
+                    hyper_util::rt::TokioIo::new(stream),
+                    gate.service(slot, svc),
+                )
                 .await;
+            if let Err(e) = served {
+                gate.ended(&e);
+            }
         });
     }
 }

@@ -263,8 +263,38 @@ pub struct Verified {
     pub alg: Alg,
     /// `created`, when the signature carries it.
     pub created: Option<i64>,
-    /// The signature bytes (replay detection keys on them).
+    /// The signature bytes as sent. Replay detection must not key on them: an ECDSA signature
+    /// has a second valid form (s -> n - s) for the same message. It keys on [`Verified::replay_key`].
     pub signature: Vec<u8>,
+    /// What was signed, by whom: [`replay_key`] of the key and the signature base (which ends
+    /// with `@signature-params`: `keyid`, `created`, `nonce`...). Every valid signature of one
+    /// message by one key has the same replay key, whatever its byte form.
+    pub replay_key: [u8; 32],
+}
+
+/// How long an accepted signature must be remembered to refuse its replay: it verifies while
+/// `created` is within `max_age` of now, so the last instant it could be replayed is at most
+/// `2 × max_age` after it was accepted (`created` up to `max_age` in the future), plus one
+/// second for the whole-second clock.
+pub fn replay_window(max_age: Duration) -> Duration {
+    max_age
+        .saturating_mul(2)
+        .saturating_add(Duration::from_secs(1))
+}
+
+/// SHA-256 over the algorithm, the verifying key's public bytes and the signature base: the
+/// identity of a signed message, independent of the signature's encoding (ECDSA's high-S
+/// twin, a relabelled `Signature-Input`).
+pub fn replay_key(key: &VerifyingKey, base: &str) -> [u8; 32] {
+    let mut ctx = digest::Context::new(&digest::SHA256);
+    ctx.update(key.alg.name().as_bytes());
+    ctx.update(b"\n");
+    ctx.update(key.public_bytes());
+    ctx.update(b"\n");
+    ctx.update(base.as_bytes());
+    let mut out = [0u8; 32];
+    out.copy_from_slice(ctx.finish().as_ref());
+    out
 }
 
 fn param<'p>(params: &'p Params, name: &str) -> Option<&'p Bare> {
@@ -375,6 +405,7 @@ pub fn verify(
             alg: key.alg,
             created,
             signature,
+            replay_key: replay_key(key, &base),
         });
     }
     Err(match first_missing {
@@ -668,6 +699,16 @@ mod tests {
             verify(&usp_request(&HeaderMap::new()), &[], &loose, 100),
             Err(SigError::Unsigned)
         );
+    }
+
+    #[test]
+    fn a_signature_is_remembered_as_long_as_it_could_verify() {
+        // Accepted with `created` up to max_age ahead, it verifies until created + max_age.
+        assert_eq!(
+            replay_window(Duration::from_secs(300)),
+            Duration::from_secs(601)
+        );
+        assert_eq!(replay_window(Duration::MAX), Duration::MAX);
     }
 
     #[test]

@@ -580,3 +580,33 @@ pub fn terminate(mut child: std::process::Child) {
         "exit 0 after SIGTERM"
     );
 }
+
+/// The P-256 group order n, big-endian.
+const P256_N: [u8; 32] = [
+    0xFF, 0xFF, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x00, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+    0xBC, 0xE6, 0xFA, 0xAD, 0xA7, 0x17, 0x9E, 0x84, 0xF3, 0xB9, 0xCA, 0xC2, 0xFC, 0x63, 0x25, 0x51,
+];
+
+/// The other valid form of an RFC 9421 `Signature` header's ECDSA P-256 signature (`r || s`):
+/// `r || (n - s)`, which verifies for the same message and key. `label=:<base64>:` in and out.
+pub fn high_s_twin(signature_header: &str) -> String {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let (label, rest) = signature_header.split_once('=').expect("label=:...:");
+    let raw = b64
+        .decode(rest.trim_matches(':'))
+        .expect("a base64 signature");
+    assert_eq!(raw.len(), 64, "an ECDSA P-256 r || s signature");
+    let mut twin = raw[..32].to_vec();
+    let mut s = [0u8; 32];
+    let mut borrow = 0i16;
+    for i in (0..32).rev() {
+        let d = i16::from(P256_N[i]) - i16::from(raw[32 + i]) - borrow;
+        borrow = i16::from(d < 0);
+        s[i] = (d + 256 * borrow) as u8;
+    }
+    assert_eq!(borrow, 0, "s < n");
+    assert_ne!(&s[..], &raw[32..], "the twin differs from the original");
+    twin.extend_from_slice(&s);
+    format!("{label}=:{}:", b64.encode(twin))
+}
