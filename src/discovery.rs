@@ -4,6 +4,7 @@
 use crate::binding::Kind;
 use crate::config::Gateway;
 use crate::config::compile::Business;
+use crate::util::version::is_date_version;
 use serde_json::{Map, Value, json};
 
 /// One protocol's discovery document: where it is served and its fixed URLs.
@@ -47,22 +48,6 @@ const USP_CAPABILITIES: [(&str, &str, &str); 3] = [
         "https://usp-protocol.dev/schemas/services/booking.json",
     ),
 ];
-
-/// Private JWK members: a profile publishes public keys only.
-pub const PRIVATE_JWK_MEMBERS: [&str; 8] = ["d", "p", "q", "dp", "dq", "qi", "oth", "k"];
-
-/// True for a `YYYY-MM-DD` version string.
-pub fn is_date_version(v: &str) -> bool {
-    let b = v.as_bytes();
-    b.len() == 10
-        && b.iter().enumerate().all(|(i, c)| {
-            if i == 4 || i == 7 {
-                *c == b'-'
-            } else {
-                c.is_ascii_digit()
-            }
-        })
-}
 
 /// The answer to a `GET /.well-known/...` request.
 #[derive(Debug, Clone, PartialEq)]

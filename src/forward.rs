@@ -56,7 +56,7 @@ pub async fn call_tool(gateway: &Gateway, name: &str, arguments: Option<Value>) 
         Reply::Error(e) => ("error", e.code),
     };
     let took = started.elapsed();
-    let status = crate::ops::metrics::tool_call(tool, outcome, &reply, took);
+    let status = crate::ops::metrics::tool_call(&tool.metrics, names(tool), outcome, &reply, took);
     crate::ops::recent::record(tool, outcome, status, code, took);
     span.in_scope(|| {
         tracing::info!(
@@ -86,7 +86,7 @@ async fn run(tool: &Tool, args: Value) -> Reply {
         return reply;
     }
     // Every answer from here on (replays included) is signed when the tool asks for it.
-    crate::auth::respsig::request_for(tool);
+    sign_response_if_asked(tool);
     crate::ops::log::correlation(call.meta.correlation_id.as_deref());
     // A keyed call: a replay gets the stored answer, a conflicting reuse is refused, and
     // concurrent duplicates wait for the first instead of reaching the backend again.
@@ -137,7 +137,12 @@ async fn run(tool: &Tool, args: Value) -> Reply {
     };
     let mut reply = reply;
     crate::auth::issue(tool, &grant, &mut reply).await;
-    crate::vrp::attach(tool, &call.args, &mut reply);
+    crate::vrp::attach(
+        tool.business.vrp.as_deref(),
+        &tool.name,
+        &call.args,
+        &mut reply,
+    );
     if let Some(leader) = leader {
         // The store keeps results as values.
         reply.materialize();
@@ -164,7 +169,12 @@ async fn backend_call(
             |req, left| async move {
                 let started = std::time::Instant::now();
                 let out = rest::send(backend, req, left).await;
-                crate::ops::metrics::upstream(tool, started.elapsed(), &out);
+                crate::ops::metrics::upstream(
+                    &tool.metrics,
+                    names(tool),
+                    started.elapsed(),
+                    out.as_ref().map(|r| r.status),
+                );
                 out
             },
         )
@@ -325,4 +335,18 @@ fn finish(tool: &Tool, call: &Call, reply: Reply) -> Reply {
         *t = Value::String(json);
     }
     Reply::Result(result)
+}
+
+/// `(business, tool)`: the labels of `tool`'s metrics.
+fn names(tool: &Tool) -> (&str, &str) {
+    (&tool.business.name, &tool.name)
+}
+
+/// Asks the HTTP edge to sign this request's response when `tool` is configured for it.
+fn sign_response_if_asked(tool: &Tool) {
+    if let Some(rs) = &tool.business.response_signing
+        && rs.tools.contains(&tool.name)
+    {
+        crate::auth::transport::sign_response_with(rs.key.clone());
+    }
 }

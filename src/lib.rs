@@ -36,5 +36,6 @@ pub mod ops;
 pub mod state;
 pub mod translate;
 pub mod upstream;
+pub mod util;
 pub mod vrp;
 pub mod webhook;

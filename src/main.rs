@@ -32,7 +32,7 @@ extern "C" fn lazy_arena_commit() {
 #[unsafe(link_section = ".init_array")]
 static LAZY_ARENA_COMMIT: extern "C" fn() = lazy_arena_commit;
 
-/// The exit codes of every subcommand, in one place (README "Exit codes" documents this table).
+/// The exit codes of every subcommand, in one place (docs/operations.md "Exit codes" documents this table).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Exit {
     /// Done; a server stopped by SIGTERM / Ctrl-C after draining its in-flight calls.
@@ -1097,8 +1097,8 @@ mod tests {
     }
 
     #[test]
-    fn every_argument_has_an_environment_variable_documented_in_the_readme() {
-        let readme = include_str!("../README.md");
+    fn every_argument_has_an_environment_variable_documented_in_the_operations_reference() {
+        let readme = include_str!("../docs/operations.md");
         for (sub, arg) in all_args() {
             if arg.get_id() == "paths" {
                 // The CONFIG arguments: `--config` (PORTICO_CONFIG) is their variable.
@@ -1114,7 +1114,7 @@ mod tests {
             );
             assert!(
                 readme.contains(&format!("`{env}`")),
-                "README does not document {env} (`portico {sub}`)"
+                "docs/operations.md does not document {env} (`portico {sub}`)"
             );
         }
     }
@@ -1188,7 +1188,7 @@ mod tests {
             .expect("refused");
         assert!(e.use_stderr());
         assert_eq!(e.exit_code(), Exit::Usage as i32, "clap's own code agrees");
-        let readme = include_str!("../README.md");
+        let readme = include_str!("../docs/operations.md");
         for code in [
             Exit::Ok,
             Exit::Invalid,
@@ -1199,7 +1199,7 @@ mod tests {
             let row = format!("| {} |", code as u8);
             assert!(
                 readme.contains(&row),
-                "README's exit code table lacks {row}"
+                "docs/operations.md's exit code table lacks {row}"
             );
         }
     }

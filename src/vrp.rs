@@ -209,7 +209,7 @@ pub struct Transport<'a> {
 /// Signs the `vrp.mcp.transport.1` assertion (compact EdDSA JWS) and wraps it as a `transport`
 /// attestation.
 pub fn transport_attestation(t: &Transport<'_>, key: &SigningKey) -> Option<Value> {
-    let served = crate::auth::rfc3339(t.served_at);
+    let served = crate::clock::rfc3339(t.served_at);
     let mut assertion = json!({
         "vrp_mcp_profile_version": PROFILE_VERSION,
         "type": TRANSPORT_TYPE,
@@ -228,7 +228,7 @@ pub fn transport_attestation(t: &Transport<'_>, key: &SigningKey) -> Option<Valu
         "source": t.source,
         "signature": signature,
         "valid_from": served,
-        "valid_until": crate::auth::rfc3339(t.served_at + t.valid_for),
+        "valid_until": crate::clock::rfc3339(t.served_at + t.valid_for),
     });
     if let Some(r) = t.offer_ref {
         a["ref"] = json!(r);
@@ -354,13 +354,18 @@ pub fn compile(
     }
 }
 
-/// Adds a signed transport attestation to a successful result of a VRP tool, in
-/// `result._meta.vrp.attestations`.
-pub fn attach(tool: &crate::config::Tool, arguments: &Value, reply: &mut crate::binding::Reply) {
-    let Some(cfg) = tool.business.vrp.as_deref() else {
+/// Adds a signed transport attestation to a successful result of VRP tool `tool` (under the
+/// business's VRP configuration `cfg`), in `result._meta.vrp.attestations`.
+pub fn attach(
+    cfg: Option<&VrpConfig>,
+    tool: &str,
+    arguments: &Value,
+    reply: &mut crate::binding::Reply,
+) {
+    let Some(cfg) = cfg else {
         return;
     };
-    let Some(pointer) = cfg.tools.get(&tool.name) else {
+    let Some(pointer) = cfg.tools.get(tool) else {
         return;
     };
     reply.materialize();
@@ -382,7 +387,7 @@ pub fn attach(tool: &crate::config::Tool, arguments: &Value, reply: &mut crate::
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0);
     let t = Transport {
-        tool: &tool.name,
+        tool,
         arguments,
         issuer: &cfg.issuer,
         source: &cfg.source,
@@ -391,7 +396,7 @@ pub fn attach(tool: &crate::config::Tool, arguments: &Value, reply: &mut crate::
         valid_for: cfg.valid_for,
     };
     let Some(att) = transport_attestation(&t, &cfg.key) else {
-        tracing::error!(tool = %tool.name, "the VRP transport assertion could not be signed");
+        tracing::error!(tool = %tool, "the VRP transport assertion could not be signed");
         return;
     };
     let meta = result.entry("_meta").or_insert_with(|| json!({}));

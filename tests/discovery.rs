@@ -1,23 +1,14 @@
 //! `/.well-known/ucp` and `/.well-known/usp` served by `portico demo`, validated against the
-//! protocols' own profile schemas, read in place from `../shared/upstream` (never copied).
+//! protocols' own profile schemas, read from the fetched upstream folder (`upstream.lock`).
 
+mod common;
+
+use common::upstream;
 use portico::demo;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-
-fn upstream(rel: &str) -> PathBuf {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/upstream")
-        .join(rel);
-    assert!(
-        p.exists(),
-        "upstream file {} is missing (expected /work/shared/upstream next to the crate)",
-        p.display()
-    );
-    p
-}
 
 /// Resolves `https://<authority>/schemas/<file>` to `<folder>/<file>`. Files the upstream
 /// folder does not hold are replaced by `{}` and recorded, so the test can say which parts of
@@ -157,19 +148,12 @@ async fn ucp_profiles_per_business_validate() {
         let (status, _, doc) = get(&format!("{base}/.well-known/ucp{suffix}")).await;
         assert_eq!(status, 200, "{suffix}");
         let missing = validate(&ucp_files(), "profile.json#/$defs/business_schema", &doc);
-        // These files are referenced by ucp.json but absent from the upstream copy; the
-        // service and capability entries are checked by hand below instead.
-        let expected: BTreeSet<String> = [
-            "capability.json",
-            "common/types/request_constraints.json",
-            "common/types/reverse_domain_name.json",
-            "payment_handler.json",
-            "service.json",
-        ]
-        .into_iter()
-        .map(String::from)
-        .collect();
-        assert_eq!(missing, expected);
+        // The pinned UCP tree publishes every file ucp.json references (service.json,
+        // capability.json, payment_handler.json included): the whole profile is validated.
+        assert!(
+            missing.is_empty(),
+            "{suffix}: UCP's schemas are complete: {missing:?}"
+        );
         let svc = &doc["ucp"]["services"][service][0];
         assert_eq!(svc["transport"], "mcp");
         assert_eq!(svc["endpoint"], d.mcp_url());

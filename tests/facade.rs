@@ -439,18 +439,9 @@ async fn bad_rest_input_is_refused_before_any_call() {
     assert_eq!(seen.connections.load(Ordering::SeqCst), 0);
 }
 
-/// `../shared/upstream/<rel>` from the crate root, read in place; fails loudly when missing.
-fn upstream_file(rel: &str) -> PathBuf {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/upstream")
-        .join(rel);
-    assert!(p.exists(), "upstream file {} is missing", p.display());
-    p
-}
-
 #[test]
 fn usp_facade_reproduces_every_row_of_the_usp_mapping_table() {
-    let spec = std::fs::read_to_string(upstream_file("usp/specification.md")).unwrap();
+    let spec = std::fs::read_to_string(common::upstream("usp/specification.md")).unwrap();
     // §9.2.1: | `POST /services/list` | `usp_services_list` | ... |
     let section = &spec[spec.find("#### 9.2.1 Method Mapping").expect("§9.2.1")..];
     let section = &section[..section.find("#### 9.2.2").expect("§9.2.2")];
@@ -488,17 +479,18 @@ fn usp_facade_reproduces_every_row_of_the_usp_mapping_table() {
     assert_eq!(status("GET", "/bookings/{booking_id}"), Some(200));
 }
 
-/// The derived USP facade (mappings/usp-facade.yaml, its documents read in place) in front of
+/// The derived USP facade (mappings/usp-facade.yaml, its documents from the fetched folder) in front of
 /// `mcp_url`.
 async fn usp_facade_on(mcp_url: &str) -> Running {
     let dir = workdir("usp");
     let file = dir.join("usp-facade.yaml");
     let shipped = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("mappings/usp-facade.yaml");
-    let upstream_dir = upstream_file("usp").parent().unwrap().to_path_buf();
+    // The copy sits elsewhere: point its `../.upstream/` paths at the fetched folder itself.
+    let upstream_dir = common::upstream("usp").parent().unwrap().to_path_buf();
     let text = std::fs::read_to_string(shipped)
         .unwrap()
         .replace("http://127.0.0.1:9100/mcp", mcp_url)
-        .replace("../../shared/upstream", &upstream_dir.display().to_string());
+        .replace("../.upstream", &upstream_dir.display().to_string());
     std::fs::write(&file, text).unwrap();
     let f = facade::config::load(&file).unwrap_or_else(|d| panic!("{d:?}"));
     facade::http::start(f, "127.0.0.1:0".parse().unwrap())

@@ -1,21 +1,16 @@
-//! USP's proof-of-possession vectors (`tests/vectors/pop/001…010`), read in place from
-//! `../shared/upstream/usp` (never copied): JCS bytes and `usp_p` digests recomputed, real
+//! USP's proof-of-possession vectors (`tests/vectors/pop/001…010`), read from the fetched
+//! upstream folder (`usp/`, pinned by `upstream.lock`): JCS bytes and `usp_p` digests recomputed, real
 //! EdDSA proofs verified, and every reject case refused with its named code.
+
+mod common;
 
 use portico::auth::{jcs, pop, store::Stores};
 use serde_json::Value;
-use std::path::PathBuf;
 
 fn vector(id: &str) -> Value {
-    let dir =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/upstream/usp/tests/vectors/pop");
+    let dir = common::upstream("usp/tests/vectors/pop");
     let file = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| {
-            panic!(
-                "USP vectors missing at {} ({e}): /work/shared/upstream must sit next to the crate",
-                dir.display()
-            )
-        })
+        .unwrap_or_else(|e| panic!("USP vectors unreadable at {}: {e}", dir.display()))
         .filter_map(Result::ok)
         .map(|e| e.path())
         .find(|p| {

@@ -672,6 +672,16 @@ async fn security_stores_are_shared_between_replicas_and_fail_closed() {
     let nonce = a.nonces.issue("spa").await;
     assert!(b.nonces.valid("spa", &nonce).await);
     assert!(!b.nonces.valid("hotel", &nonce).await);
+    // A booking's owner recorded on A is its owner on B (reads and deliveries, auth::access).
+    assert!(!b.owners.known("spa", "B-7").await);
+    a.owners.record("spa", "B-7", "api_key:a").await;
+    a.owners.record("spa", "B-8", "api_key:a").await;
+    a.owners.record("spa", "B-7", "api_key:a").await;
+    assert!(b.owners.known("spa", "B-7").await);
+    assert!(b.owners.owns("spa", "B-7", "api_key:a").await);
+    assert!(!b.owners.owns("spa", "B-7", "api_key:b").await);
+    assert!(!b.owners.owns("hotel", "B-7", "api_key:a").await);
+    assert_eq!(b.owners.owned("spa", "api_key:a").await, ["B-7", "B-8"]);
 
     // Redis down: every answer is the refusing one.
     redis.stop();
@@ -687,6 +697,10 @@ async fn security_stores_are_shared_between_replicas_and_fail_closed() {
     );
     assert_eq!(a.credentials.get("secret-credential-value").await, None);
     assert!(!a.nonces.valid("spa", &nonce).await);
+    assert!(
+        !a.owners.owns("spa", "B-7", "api_key:a").await,
+        "an owner that cannot be looked up is no owner"
+    );
 }
 
 /// A mapping whose tools need no backend for `tools/list`.

@@ -284,8 +284,7 @@ async fn proof_issued_credentials_are_sender_constrained() {
 
 #[tokio::test]
 async fn vector_007_downgrade_is_refused_over_http() {
-    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/upstream/usp/tests/vectors/pop/007-downgrade-cnf-without-proof.json");
+    let dir = common::upstream("usp/tests/vectors/pop/007-downgrade-cnf-without-proof.json");
     let v: Value = serde_json::from_str(
         &std::fs::read_to_string(&dir).unwrap_or_else(|e| panic!("{} missing: {e}", dir.display())),
     )

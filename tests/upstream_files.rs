@@ -1,13 +1,16 @@
-//! portico loads the upstream protocol files UNCHANGED, in place, from `/work/shared/upstream`
-//! (`../shared/upstream` from the crate root; read-only, never copied into the repository).
+//! portico loads the upstream protocol files UNCHANGED from the folder `scripts/fetch-upstream`
+//! fills (`.upstream/`, pinned by `upstream.lock`; never committed into the repository).
 //!
 //! - USP: `usp/openrpc/usp-mcp.json` (27 methods) with its JSON Schemas mapped by `$id`.
 //! - UCP: `ucp/source/services/lodging/mcp.openrpc.json`, whose `$ref` targets are only partly
-//!   published (see /work/shared/reference/PROTOCOLS.md §5): unresolved references must be
+//!   published (it comes from an unmerged revision): unresolved references must be
 //!   reported with document and JSON pointer, as errors or (opt-in) warnings, never a panic.
 //!
 //! The mapping files are in `tests/fixtures/upstream/`. Nothing here calls a backend.
 
+mod common;
+
+use common::upstream;
 use portico::config::{self, Diagnostic, Gateway, Severity};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -19,17 +22,6 @@ fn manifest_dir() -> PathBuf {
 
 fn fixtures() -> PathBuf {
     manifest_dir().join("tests/fixtures/upstream")
-}
-
-/// `../shared/upstream/<rel>` from the crate root; fails loudly when the folder is missing.
-fn upstream(rel: &str) -> PathBuf {
-    let p = manifest_dir().join("../shared/upstream").join(rel);
-    assert!(
-        p.exists(),
-        "upstream file {} is missing (expected /work/shared/upstream next to the crate)",
-        p.display()
-    );
-    p
 }
 
 fn read_json(p: &Path) -> Value {
@@ -82,15 +74,15 @@ fn load_usp() -> Gateway {
 }
 
 #[test]
-fn fixtures_point_at_the_upstream_files_in_place() {
-    // The relative paths written in the mapping files resolve to the shared upstream folder.
-    let from_fixture = fixtures().join("../../../../shared/upstream/usp/openrpc/usp-mcp.json");
+fn fixtures_point_at_the_fetched_upstream_files() {
+    // The relative paths written in the mapping files resolve to the fetched upstream folder.
+    let from_fixture = fixtures().join("../../../.upstream/usp/openrpc/usp-mcp.json");
     assert_eq!(
         std::fs::canonicalize(&from_fixture).expect("fixture-relative OpenRPC path resolves"),
         std::fs::canonicalize(upstream("usp/openrpc/usp-mcp.json")).expect("upstream path"),
     );
     let lodging =
-        fixtures().join("../../../../shared/upstream/ucp/source/services/lodging/mcp.openrpc.json");
+        fixtures().join("../../../.upstream/ucp/source/services/lodging/mcp.openrpc.json");
     assert_eq!(
         std::fs::canonicalize(&lodging).expect("fixture-relative lodging path resolves"),
         std::fs::canonicalize(upstream("ucp/source/services/lodging/mcp.openrpc.json"))
@@ -242,7 +234,7 @@ fn usp_bookings_create_output_schema_is_the_structured_content_part() {
 }
 
 /// The booking-creation arguments of the USP MCP binding's example (spec §9.2, "Booking creation
-/// (with idempotency key)", /work/shared/specs/000_*.txt).
+/// (with idempotency key)", `usp/specification.md`).
 fn spec_booking_create_arguments() -> Value {
     json!({
         "service_id": "svc_haircut_001",
@@ -328,29 +320,16 @@ const LODGING_TOOLS: [&str; 5] = [
     "cancel_booking_session",
 ];
 
-/// Unpublished `$ref` targets of the lodging files (PROTOCOLS.md §5), as absolute references.
-const LODGING_UNRESOLVED: [&str; 19] = [
-    "https://ucp.dev/schemas/common/types/actions.json",
-    "https://ucp.dev/schemas/common/types/context.json",
-    "https://ucp.dev/schemas/common/types/link.json",
+/// Unpublished `$ref` targets of the lodging files at the commits `upstream.lock` pins, as
+/// absolute references: exactly these are reported.
+const LODGING_UNRESOLVED: [&str; 7] = [
     "https://ucp.dev/schemas/common/types/payment.json",
-    "https://ucp.dev/schemas/common/types/policy.json",
-    "https://ucp.dev/schemas/common/types/signals.json",
-    "https://ucp.dev/schemas/common/types/totals.json",
     "https://ucp.dev/schemas/lodging/types/booker.json",
     "https://ucp.dev/schemas/lodging/types/booking_confirmation.json",
     "https://ucp.dev/schemas/lodging/types/guest.json",
     "https://ucp.dev/schemas/lodging/types/property.json",
     "https://ucp.dev/schemas/lodging/types/stay.json",
     "https://ucp.dev/schemas/ucp.json#/$defs/response_booking_schema",
-    // Referenced by the published common/types/message.json, not published either.
-    "https://ucp.dev/schemas/common/types/message_info.json",
-    "https://ucp.dev/schemas/common/types/message_warning.json",
-    // Referenced by `#/$defs/base` of the published ucp.json.
-    "https://ucp.dev/schemas/capability.json#/$defs/base",
-    "https://ucp.dev/schemas/payment_handler.json#/$defs/base",
-    "https://ucp.dev/schemas/service.json#/$defs/base",
-    "https://ucp.dev/schemas/common/types/reverse_domain_name.json",
 ];
 
 /// `(reference, document, pointer)` of every unresolved-reference diagnostic, checking on the way
@@ -401,25 +380,26 @@ fn unresolved_refs(
 
 fn check_lodging_refs(found: &BTreeSet<(String, String, String)>) {
     let refs: BTreeSet<&str> = found.iter().map(|(r, _, _)| r.as_str()).collect();
-    for want in LODGING_UNRESOLVED {
-        assert!(
-            refs.contains(want),
-            "`{want}` not reported; reported: {refs:#?}"
-        );
-    }
+    assert_eq!(
+        refs,
+        BTreeSet::from(LODGING_UNRESOLVED),
+        "reported: {refs:#?}"
+    );
     // Published files resolve: they are never reported.
     for published in [
         "https://ucp.dev/schemas/lodging/booking.json",
         "https://ucp.dev/schemas/common/types/message.json",
         "https://ucp.dev/schemas/common/types/error_response.json",
         "https://ucp.dev/schemas/common/types/message_error.json",
+        "https://ucp.dev/schemas/common/types/actions.json",
+        "https://ucp.dev/schemas/common/types/totals.json",
     ] {
         assert!(
             !refs.contains(published),
             "published `{published}` reported"
         );
     }
-    // The property reference PROTOCOLS.md names, with its place in booking.json.
+    // The unpublished property reference, with its place in booking.json.
     assert!(
         found.contains(&(
             "https://ucp.dev/schemas/lodging/types/property.json".into(),
@@ -499,6 +479,14 @@ fn ucp_lodging_unchanged_with_warn_policy_loads_five_tools_and_warns() {
 /// A folder under the system temp dir, removed on drop (also when an assertion fails).
 struct TempDir(PathBuf);
 
+impl TempDir {
+    /// A new, unique folder path under the system temp dir (not created).
+    fn fresh(prefix: &str) -> Self {
+        let id = uuid::Uuid::new_v4().simple();
+        TempDir(std::env::temp_dir().join(format!("{prefix}-{}-{id}", std::process::id())))
+    }
+}
+
 impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
@@ -573,5 +561,112 @@ fn ucp_lodging_refs_are_reported_when_only_info_version_is_added() {
     assert_eq!(
         unresolved_refs(&gw.warnings, Severity::Warning, &openrpc),
         strict_refs
+    );
+}
+
+/// Copies the files of folder `from` into `to`, recursively.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create folder");
+    for e in std::fs::read_dir(from)
+        .expect("read folder")
+        .filter_map(Result::ok)
+    {
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        if src.is_dir() {
+            copy_tree(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).expect("copy file");
+        }
+    }
+}
+
+fn fetch_upstream(args: &[&Path]) -> (i32, String) {
+    let script = manifest_dir().join("scripts/fetch-upstream");
+    let mut cmd = std::process::Command::new(script);
+    for (flag, value) in ["--mirror", "--dest"].iter().zip(args) {
+        cmd.arg(flag).arg(value);
+    }
+    let out = cmd.output().expect("scripts/fetch-upstream runs (python3)");
+    let code = out.status.code().unwrap_or(-1);
+    (code, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, bytes)
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// `scripts/fetch-upstream --mirror M --dest D` with a mirror copy in which one file was changed:
+/// it refuses that file naming it and both checksums (the lock's and the file's), exits non-zero,
+/// leaves no unverified copy behind, and fills the rest; once the mirror is repaired it completes.
+#[test]
+fn fetch_upstream_refuses_a_corrupted_mirror_file_with_both_checksums() {
+    let tmp = TempDir::fresh("portico-fetch-upstream");
+    let (mirror, dest) = (tmp.0.join("mirror"), tmp.0.join("dest"));
+    let fetched = upstream("usp")
+        .parent()
+        .expect("fetched folder")
+        .to_path_buf();
+    copy_tree(&fetched, &mirror);
+    let rel = "usp/schemas/booking.json";
+    let good = std::fs::read(mirror.join(rel)).expect("mirror copy");
+    let mut bad = good.clone();
+    bad.extend_from_slice(b"\n");
+    std::fs::write(mirror.join(rel), &bad).expect("corrupt the mirror copy");
+
+    let (code, err) = fetch_upstream(&[&mirror, &dest]);
+    assert_eq!(code, 1, "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.contains("checksum mismatch"))
+        .unwrap_or_else(|| panic!("no checksum error:\n{err}"));
+    assert!(line.contains(rel), "{line}");
+    assert!(
+        line.contains(&sha256_hex(&good)),
+        "expected checksum: {line}"
+    );
+    assert!(line.contains(&sha256_hex(&bad)), "actual checksum: {line}");
+    assert_eq!(
+        err.lines()
+            .filter(|l| l.contains("checksum mismatch"))
+            .count(),
+        1,
+        "only the changed file is refused:\n{err}"
+    );
+    assert!(!dest.join(rel).exists(), "no unverified copy is left");
+    assert_eq!(
+        std::fs::read(dest.join("usp/openrpc/usp-mcp.json")).expect("a good file is copied"),
+        std::fs::read(fetched.join("usp/openrpc/usp-mcp.json")).expect("fetched file")
+    );
+
+    std::fs::write(mirror.join(rel), &good).expect("repair the mirror copy");
+    let (code, err) = fetch_upstream(&[&mirror, &dest]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("1 copied"),
+        "only the missing file is copied: {err}"
+    );
+    assert_eq!(std::fs::read(dest.join(rel)).expect("now present"), good);
+}
+
+/// The script never fills (or prunes) a non-empty folder it did not create.
+#[test]
+fn fetch_upstream_leaves_a_foreign_folder_alone() {
+    let tmp = TempDir::fresh("portico-fetch-foreign");
+    std::fs::create_dir_all(&tmp.0).expect("temp folder");
+    std::fs::write(tmp.0.join("mine.txt"), "keep").expect("a foreign file");
+    let mirror = upstream("usp")
+        .parent()
+        .expect("fetched folder")
+        .to_path_buf();
+    let (code, err) = fetch_upstream(&[&mirror, &tmp.0]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("was not filled by this script"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(tmp.0.join("mine.txt")).expect("kept"),
+        "keep"
     );
 }

@@ -1,5 +1,5 @@
-//! VRP receipt v1 conformance vectors (`examples/conformance/receipt/01…06`), read in place from
-//! `../shared/upstream/vrp`: each verifies to its expected per-layer result at the vector's `now`.
+//! VRP receipt v1 conformance vectors (`examples/conformance/receipt/01…06`), read from the
+//! fetched upstream folder (`vrp/`, pinned by `upstream.lock`): each verifies to its expected per-layer result at the vector's `now`.
 
 use portico::vrp;
 use serde_json::Value;
@@ -7,15 +7,9 @@ use std::path::PathBuf;
 
 #[test]
 fn every_receipt_vector_gives_its_expected_result() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/upstream/vrp/examples/conformance/receipt");
+    let dir = common::upstream("vrp/examples/conformance/receipt");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| {
-            panic!(
-                "VRP vectors missing at {} ({e}): /work/shared/upstream must sit next to the crate",
-                dir.display()
-            )
-        })
+        .unwrap_or_else(|e| panic!("VRP vectors unreadable at {}: {e}", dir.display()))
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "json"))

@@ -164,9 +164,9 @@ impl Env {
     }
 }
 
-/// USP's BookingEvent schema, read in place (the `data` booking is checked by the e2e suite).
+/// USP's BookingEvent schema, from the fetched upstream folder (the `data` booking is checked by the e2e suite).
 fn booking_event_validator() -> jsonschema::Validator {
-    let path = "/work/shared/upstream/usp/schemas/webhook_event.json";
+    let path = common::upstream("usp/schemas/webhook_event.json");
     let text = std::fs::read_to_string(path).expect("USP webhook_event.json is readable");
     let doc: Value = serde_json::from_str(&text).expect("schema JSON");
     let mut schema = doc["$defs"]["BookingEvent"].clone();

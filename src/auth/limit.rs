@@ -49,7 +49,7 @@ pub struct Limits {
 fn shape(s: &BucketSpec, key: &str, file: &Path, text: &str) -> Result<Shape, Diagnostic> {
     let per = match s.per.as_deref() {
         None => Some(Duration::from_secs(1)),
-        Some(p) => crate::config::compile::parse_duration(p),
+        Some(p) => crate::util::duration::parse_duration(p),
     };
     let err = |m: &str| {
         Diagnostic::error(file, m.to_string())

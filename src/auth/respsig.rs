@@ -101,12 +101,3 @@ pub fn sign(
         format!("sig1=:{}:", STANDARD.encode(sig)),
     ))
 }
-
-/// Asks the HTTP edge to sign this request's response when `tool` is configured for it.
-pub fn request_for(tool: &crate::config::Tool) {
-    if let Some(rs) = &tool.business.response_signing
-        && rs.tools.contains(&tool.name)
-    {
-        super::transport::sign_response_with(rs.key.clone());
-    }
-}

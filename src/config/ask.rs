@@ -1,9 +1,9 @@
 //! Compiling a tool's or prompt's `ask:` rounds (elicit, sample, roots) into an [`AskPlan`].
 //! It must never panic on user input: every problem becomes a `Diagnostic` with file and line.
 
-use super::compile::parse_duration;
 use super::diag::{Diagnostic, locate_yaml};
 use super::mapping::AskSpec;
+use crate::util::duration::parse_duration;
 use indexmap::IndexMap;
 use serde_json::Value;
 use std::collections::HashSet;

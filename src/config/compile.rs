@@ -2,6 +2,7 @@
 //! transforms, templates, backend clients). It must never panic on user input: every problem
 //! becomes a `Diagnostic` naming the file, the line and a fix.
 
+pub use super::business::{Backend, Business};
 use super::diag::{Diagnostic, jq_error_place, locate_yaml};
 use super::mapping::{MappingFile, OutcomeSpec, ToolSpec};
 use super::openrpc::{self, Document};
@@ -22,66 +23,6 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// A business's backend: where it is and how to call it.
-pub struct Backend {
-    /// Base URL without a trailing `/`.
-    pub base: String,
-    pub client: reqwest::Client,
-    /// Inline-driven keep-alive connections for plain-`http` backends (the sidecar case);
-    /// `https` backends go through `client`.
-    pub pool: Option<Arc<crate::upstream::pool::Pool>>,
-    pub timeout: Duration,
-    /// Static headers (secrets included: never logged, see `Debug`).
-    pub headers: Vec<(HeaderName, HeaderValue)>,
-    pub max_response_bytes: usize,
-    /// Concurrency limit, circuit breaker and retries (`upstream::resilience`).
-    pub resilience: crate::upstream::resilience::Resilience,
-    /// Client request headers passed on (`backend.forward_headers`).
-    pub forward_headers: Vec<HeaderName>,
-    /// Sign each request with portico's key (`backend.sign_requests`).
-    pub sign_requests: bool,
-}
-
-impl fmt::Debug for Backend {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Backend")
-            .field("base", &self.base)
-            .field("timeout", &self.timeout)
-            .field(
-                "headers",
-                &self
-                    .headers
-                    .iter()
-                    .map(|(k, _)| k.as_str())
-                    .collect::<Vec<_>>(),
-            )
-            .field("forward_headers", &self.forward_headers)
-            .field("sign_requests", &self.sign_requests)
-            .finish()
-    }
-}
-
-/// One business (one mapping file).
-#[derive(Debug)]
-pub struct Business {
-    pub name: String,
-    pub file: PathBuf,
-    pub binding: Binding,
-    pub backend: Backend,
-    /// Values for the discovery profile (`/.well-known/...`).
-    pub discovery: super::mapping::DiscoverySpec,
-    /// Incoming webhook settings, when the mapping declares `webhooks`.
-    pub webhooks: Option<Arc<crate::webhook::config::WebhookConfig>>,
-    /// Inbound authentication, when the mapping declares `authorization`.
-    pub auth: Option<Arc<crate::auth::policy::Policy>>,
-    /// Rate limits (`rate_limits`); none by default.
-    pub limits: crate::auth::limit::Limits,
-    /// VRP transport attestations (`vrp`).
-    pub vrp: Option<Arc<crate::vrp::VrpConfig>>,
-    /// RFC 9421 response signatures (`response_signing`).
-    pub response_signing: Option<crate::auth::respsig::ResponseSigning>,
-}
 
 /// What a status means, compiled.
 #[derive(Debug, Clone)]
@@ -294,7 +235,7 @@ fn check_discovery(
         );
     }
     if let Some(v) = &d.version
-        && !crate::discovery::is_date_version(v)
+        && !crate::util::version::is_date_version(v)
     {
         diags.push(
             Diagnostic::error(file, format!("discovery.version `{v}` is not YYYY-MM-DD"))
@@ -308,7 +249,7 @@ fn check_discovery(
             Value::Object(o) if !o.contains_key("kid") || !o.contains_key("kty") => {
                 Some("needs `kid` and `kty`".to_string())
             }
-            Value::Object(o) => crate::discovery::PRIVATE_JWK_MEMBERS
+            Value::Object(o) => crate::util::jwk::PRIVATE_JWK_MEMBERS
                 .iter()
                 .find(|m| o.contains_key(**m))
                 .map(|m| format!("has the private member `{m}`: publish public keys only")),
@@ -325,37 +266,8 @@ fn check_discovery(
     }
 }
 
-/// Parses `5s`, `250ms`, `2m`.
-pub fn parse_duration(s: &str) -> Option<Duration> {
-    let s = s.trim();
-    let (num, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit() && c != '.')?);
-    let n: f64 = num.parse().ok()?;
-    let secs = match unit.trim() {
-        "ms" => n / 1000.0,
-        "s" => n,
-        "m" => n * 60.0,
-        _ => return None,
-    };
-    (secs.is_finite() && secs > 0.0 && secs < 86_400.0).then(|| Duration::from_secs_f64(secs))
-}
-
-/// Replaces `${NAME}` with the environment variable; names the missing ones.
-pub(crate) fn substitute_env(s: &str) -> Result<String, String> {
-    let mut out = String::new();
-    let mut rest = s;
-    while let Some(i) = rest.find("${") {
-        out.push_str(&rest[..i]);
-        let after = &rest[i + 2..];
-        let end = after.find('}').ok_or_else(|| "unclosed `${`".to_string())?;
-        let name = &after[..end];
-        let value =
-            std::env::var(name).map_err(|_| format!("environment variable `{name}` is not set"))?;
-        out.push_str(&value);
-        rest = &after[end + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
-}
+pub use crate::util::duration::parse_duration;
+use crate::util::env::substitute_env;
 
 /// Collects the mapping files named by `paths` (files, or folders of `*.yaml` / `*.yml`).
 pub fn mapping_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Vec<Diagnostic>> {
@@ -374,7 +286,7 @@ pub fn mapping_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Vec<Diagnostic>>
                             )
                         })
                         // Facade mappings (reverse path) share the folder; `facade` loads them.
-                        .filter(|f| !crate::facade::config::is_facade_file(f))
+                        .filter(|f| !super::kind::is_facade_file(f))
                         .collect();
                     found.sort();
                     out.extend(found);
@@ -1618,28 +1530,6 @@ fn compile_tool(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("5s"), Some(Duration::from_secs(5)));
-        assert_eq!(parse_duration("250ms"), Some(Duration::from_millis(250)));
-        assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
-        assert_eq!(parse_duration("5"), None);
-        assert_eq!(parse_duration("-1s"), None);
-        assert_eq!(parse_duration("0s"), None);
-    }
-
-    #[test]
-    fn env_substitution_names_missing_variables() {
-        // SAFETY: single-threaded use of a variable name unique to this test.
-        unsafe { std::env::set_var("PORTICO_TEST_KEY", "s3cret") };
-        assert_eq!(
-            substitute_env("Bearer ${PORTICO_TEST_KEY}").unwrap(),
-            "Bearer s3cret"
-        );
-        let err = substitute_env("${PORTICO_TEST_NOPE_42}").unwrap_err();
-        assert!(err.contains("PORTICO_TEST_NOPE_42"));
-    }
 
     #[test]
     fn edit_distance() {

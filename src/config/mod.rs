@@ -2,8 +2,10 @@
 //! Everything that can fail fails here, at load, with file and line; nothing here runs per request.
 
 pub mod ask;
+pub mod business;
 pub mod compile;
 pub mod diag;
+pub mod kind;
 pub mod mapping;
 pub mod openrpc;
 pub mod schema;

@@ -1,7 +1,7 @@
 //! Compiles the MCP surface beyond tools: `resources`, `prompts` and tools' `content` rules.
 //! It must never panic on user input: every problem becomes a `Diagnostic` with file, line, hint.
 
-use super::compile::Business;
+use super::business::Business;
 use super::diag::{Diagnostic, jq_error_place, locate_yaml};
 use super::mapping::{ContentSpec, MappingFile};
 use crate::binding::Kind;

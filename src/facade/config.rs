@@ -1,14 +1,14 @@
 //! Facade mapping files (`facade:` at the top): the serde format and its compilation into a
 //! `Facade` (routes, binding, upstream client); every problem becomes a `Diagnostic`, nothing here runs per request.
 
-use super::derive;
+use super::derive::{self, DeriveSpec};
 use super::route::{Route, Template};
 use super::{Body, Facade};
 use crate::binding::{Binding, Kind};
 use crate::config::Diagnostic;
-use crate::config::compile::parse_duration;
 use crate::config::diag::locate_yaml;
 use crate::upstream::mcp::{McpOptions, McpUpstream};
+use crate::util::duration::parse_duration;
 use crate::webhook::config::{delivery_urls, retry_policy};
 use crate::webhook::keys::{Alg, SigningKey};
 use indexmap::IndexMap;
@@ -124,28 +124,6 @@ pub struct RouteDetail {
     pub body: Option<String>,
 }
 
-/// Pairing of an OpenRPC document (the tools) and an OpenAPI document (the REST surface).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DeriveSpec {
-    /// OpenRPC document (relative to the mapping file).
-    pub openrpc: String,
-    /// OpenAPI 3.x document (relative to the mapping file).
-    pub openapi: String,
-    /// How an OpenRPC method names its REST operation: a sentence of its `description` with
-    /// `{method}` and `{path}` placeholders, e.g. `"Maps to {method} {path}."`.
-    #[serde(default)]
-    pub pair: Option<String>,
-    /// Explicit pairs, `"METHOD /path"` or an OpenAPI `operationId` -> OpenRPC method name;
-    /// they win over `pair`.
-    #[serde(default)]
-    pub pairs: IndexMap<String, String>,
-    /// Absolute JSON Schema `$id` (or prefix ending in `/`) -> local file or folder, for the
-    /// OpenRPC's external references (as in business mappings).
-    #[serde(default)]
-    pub schema_ids: IndexMap<String, String>,
-}
-
 /// Headers the MCP transport or HTTP itself owns: never forwarded.
 const RESERVED: &[&str] = &[
     "accept",
@@ -162,10 +140,7 @@ const RESERVED: &[&str] = &[
     "proxy-connection",
 ];
 
-/// Is this YAML text a facade mapping (a top-level `facade:` key)?
-pub fn is_facade_text(text: &str) -> bool {
-    text.lines().any(|l| l.starts_with("facade:"))
-}
+pub use crate::config::kind::{is_facade_file, is_facade_text};
 
 /// Loads and compiles one facade mapping file.
 pub fn load(file: &Path) -> Result<Facade, Vec<Diagnostic>> {
@@ -518,11 +493,6 @@ fn notifications(
         },
         key,
     ))
-}
-
-/// Is the file at `path` a facade mapping? (Unreadable files are left to the caller.)
-pub fn is_facade_file(path: &Path) -> bool {
-    std::fs::read_to_string(path).is_ok_and(|t| is_facade_text(&t))
 }
 
 /// The facade mappings directly inside `folder` (`*.yaml` / `*.yml`), sorted; none if it is

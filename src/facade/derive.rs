@@ -2,14 +2,35 @@
 //! OpenAPI document (by the `pair` sentence in method descriptions, or an explicit table); it
 //! must never invent a route that one of the two documents does not have.
 
-use super::Body;
-use super::config::DeriveSpec;
-use super::route::{QueryType, Route, RouteDoc, Segment, Template};
+use super::route::{Body, QueryType, Route, RouteDoc, Segment, Template};
 use crate::config::openrpc;
 use crate::config::schema::{Bundler, Sources};
 use indexmap::IndexMap;
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
+
+/// Pairing of an OpenRPC document (the tools) and an OpenAPI document (the REST surface).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeriveSpec {
+    /// OpenRPC document (relative to the mapping file).
+    pub openrpc: String,
+    /// OpenAPI 3.x document (relative to the mapping file).
+    pub openapi: String,
+    /// How an OpenRPC method names its REST operation: a sentence of its `description` with
+    /// `{method}` and `{path}` placeholders, e.g. `"Maps to {method} {path}."`.
+    #[serde(default)]
+    pub pair: Option<String>,
+    /// Explicit pairs, `"METHOD /path"` or an OpenAPI `operationId` -> OpenRPC method name;
+    /// they win over `pair`.
+    #[serde(default)]
+    pub pairs: IndexMap<String, String>,
+    /// Absolute JSON Schema `$id` (or prefix ending in `/`) -> local file or folder, for the
+    /// OpenRPC's external references (as in business mappings).
+    #[serde(default)]
+    pub schema_ids: IndexMap<String, String>,
+}
 
 const METHODS: &[&str] = &["get", "put", "post", "delete", "patch"];
 

@@ -19,19 +19,11 @@ pub mod route;
 use crate::binding::Binding;
 use crate::model::{Call, Failure, FailureKind, Outcome};
 use crate::upstream::mcp::{McpError, McpUpstream};
+pub use route::Body;
 use route::Route;
 use serde_json::{Map, Value};
 use std::path::PathBuf;
 use std::sync::Arc;
-
-/// How a request body becomes arguments.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Body {
-    /// The body object's members are the arguments (USP's by-name params).
-    Flatten,
-    /// The whole body is the value of this argument.
-    Argument(String),
-}
 
 /// A compiled facade: routes, the binding of the upstream tools, the upstream client.
 #[derive(Debug)]

@@ -2,8 +2,7 @@
 //! their parameters, the request and response schemas from the OpenRPC (derived routes), the
 //! binding's metadata headers and Problem Details; it must never describe a route the facade does not serve.
 
-use super::Body;
-use super::route::{QueryType, Route, Segment};
+use super::route::{Body, QueryType, Route, Segment};
 use crate::binding::{Binding, Kind};
 use serde_json::{Map, Value, json};
 

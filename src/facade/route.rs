@@ -1,10 +1,18 @@
 //! Facade routes: `METHOD /path/{param}` templates, matching a request path (literal segments
 //! win over parameters) and the `Allow` set of a path; it must never decide what a call means.
 
-use super::Body;
 use indexmap::IndexMap;
 use serde_json::Value;
 use std::fmt;
+
+/// How a request body becomes arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Body {
+    /// The body object's members are the arguments (USP's by-name params).
+    Flatten,
+    /// The whole body is the value of this argument.
+    Argument(String),
+}
 
 /// One path segment of a template.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,6 +2,7 @@
 //! resources, prompts, completion. Era differences in result shape and error codes are applied
 //! here; transport concerns (headers, sessions, SSE) are not.
 
+pub use super::answer::Answer;
 use super::jsonrpc::{INVALID_PARAMS, METHOD_NOT_FOUND};
 use crate::catalog::{self, CatalogError};
 
@@ -60,52 +61,6 @@ pub struct Core {
     pub info: ServerInfo,
 }
 
-/// The outcome of one request, before transport framing.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Answer {
-    Result(Value),
-    /// A tool result written as text on the hot path (`crate::binding::Written`).
-    Written(crate::binding::Written),
-    Error {
-        code: i64,
-        message: String,
-        data: Option<Value>,
-        http_status: Option<u16>,
-    },
-}
-
-impl Answer {
-    /// The JSON-RPC response for request `id`.
-    pub fn into_message(self, id: &Value) -> Value {
-        match self {
-            Answer::Result(r) => super::jsonrpc::result(id, r),
-            Answer::Written(w) => super::jsonrpc::result(id, w.to_value()),
-            // An HTTP-only answer framed as JSON-RPC (an SSE reply already started): -32603.
-            Answer::Error {
-                code: crate::binding::HTTP_PROBLEM,
-                message,
-                data,
-                ..
-            } => super::jsonrpc::error(id, INTERNAL_ERROR, &message, data),
-            Answer::Error {
-                code,
-                message,
-                data,
-                ..
-            } => super::jsonrpc::error(id, code, &message, data),
-        }
-    }
-
-    fn error(code: i64, message: impl Into<String>) -> Self {
-        Answer::Error {
-            code,
-            message: message.into(),
-            data: None,
-            http_status: None,
-        }
-    }
-}
-
 fn server_info_json(info: &ServerInfo) -> Value {
     json!({ "name": info.name, "version": info.version })
 }
@@ -145,6 +100,7 @@ fn catalog_error(modern: bool, e: CatalogError) -> Answer {
         CatalogError::ResourceNotFound(uri) => resource_not_found(modern, &uri),
         CatalogError::InvalidParams(m) => Answer::error(INVALID_PARAMS, m),
         CatalogError::Failed(m) => Answer::error(INTERNAL_ERROR, m),
+        CatalogError::Refused(e) => Reply::Error(e).into(),
         CatalogError::Problem {
             title,
             problem,
@@ -234,15 +190,15 @@ fn modern_written(info: &ServerInfo, mut w: crate::binding::Written) -> crate::b
     w
 }
 
-/// autonym resources depend on the caller's grant: their lists are `cacheScope: "private"`.
+/// autonym resources depend on the caller's grant, and so do the resources of a business with
+/// an authorization policy (`auth::access`): their lists are `cacheScope: "private"`.
 fn grant_dependent(gateway: &Gateway, answer: Answer) -> Answer {
     match answer {
         Answer::Result(mut r)
             if r.get("cacheScope").is_some()
-                && gateway
-                    .resources
-                    .iter()
-                    .any(|res| res.business.binding.kind == Kind::Autonym) =>
+                && gateway.resources.iter().any(|res| {
+                    res.business.binding.kind == Kind::Autonym || res.business.auth.is_some()
+                }) =>
         {
             r["cacheScope"] = json!("private");
             Answer::Result(r)
@@ -359,16 +315,18 @@ pub async fn handle_with(
             }
         }
         "resources/list" => {
-            let gateway = core.gateway.load();
-            let list = catalog::list_resources(&gateway, !modern);
+            let gateway = core.gateway.load_full();
+            let audience = crate::auth::access::Audience::current(&gateway).await;
+            let list = catalog::list_resources(&gateway, !modern, audience.as_ref());
             grant_dependent(
                 &gateway,
                 finish(Answer::Result(json!({ "resources": list })), true),
             )
         }
         "resources/templates/list" => {
-            let gateway = core.gateway.load();
-            let list = catalog::list_templates(&gateway, !modern);
+            let gateway = core.gateway.load_full();
+            let audience = crate::auth::access::Audience::current(&gateway).await;
+            let list = catalog::list_templates(&gateway, !modern, audience.as_ref());
             let r = finish(Answer::Result(json!({ "resourceTemplates": list })), true);
             grant_dependent(&gateway, r)
         }
@@ -405,15 +363,18 @@ pub async fn handle_with(
             let Some(uri) = param_str(&params, "uri") else {
                 return Answer::error(INVALID_PARAMS, format!("{method} needs a string `uri`"));
             };
-            // Accepted for mapped resources; a REST backend announces no changes, so no
-            // `notifications/resources/updated` is ever sent.
-            if catalog::find(&core.gateway.load(), uri)
-                .is_some_and(|(r, _)| catalog::legacy_visible(r))
-            {
-                Answer::Result(json!({}))
-            } else {
-                resource_not_found(false, uri)
+            // Accepted for mapped resources the caller may read; a REST backend announces no
+            // changes, so no `notifications/resources/updated` is ever sent.
+            let gateway = core.gateway.load_full();
+            if !catalog::find(&gateway, uri).is_some_and(|(r, _)| catalog::legacy_visible(r)) {
+                return resource_not_found(false, uri);
             }
+            if method == "resources/subscribe"
+                && let Err(e) = catalog::may_read(&gateway, uri).await
+            {
+                return catalog_error(false, e);
+            }
+            Answer::Result(json!({}))
         }
         "prompts/get" => {
             let Some(name) = param_str(&params, "name") else {
@@ -448,10 +409,14 @@ pub async fn handle_with(
                 Err(e) => catalog_error(modern, e),
             }
         }
-        "completion/complete" => match catalog::complete(&core.gateway.load(), params.as_ref()) {
-            Ok(r) => finish(Answer::Result(r), false),
-            Err(e) => catalog_error(modern, e),
-        },
+        "completion/complete" => {
+            let gateway = core.gateway.load_full();
+            let audience = crate::auth::access::Audience::current(&gateway).await;
+            match catalog::complete(&gateway, params.as_ref(), audience.as_ref()) {
+                Ok(r) => finish(Answer::Result(r), false),
+                Err(e) => catalog_error(modern, e),
+            }
+        }
         "logging/setLevel" if !modern => {
             const LEVELS: [&str; 8] = super::notify::LEVELS;
             // The transport stores the level on the session once this succeeds.

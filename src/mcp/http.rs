@@ -694,8 +694,11 @@ impl Server {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok());
         let filter = crate::webhook::hub::Filter::from_query(req.uri().query());
+        // Events reach this stream only as far as its own credentials allow (`auth::access`).
+        let creds = crate::auth::transport::HttpCredentials::from_request(&req, false);
+        let gate = self.stream_gate(&creds).await;
         self.events_loaded().await;
-        let events = self.webhooks.hub.listen(&sid, filter, last_event_id);
+        let events = self.webhooks.hub.listen(&sid, filter, last_event_id, gate);
         // The stream ends with its session: DELETE or expiry here, or its shared record gone
         // because another replica ended it (checked once per keep-alive or renewal period,
         // whichever is shorter; the open stream renews the record).
@@ -708,6 +711,44 @@ impl Server {
         self.stream_response(
             futures_util::stream::select(tokio_stream_receiver(rx), events).take_until(ended),
         )
+    }
+
+    /// The delivery gate of a stream opened with `creds` (`None`: no business has a policy).
+    async fn stream_gate(
+        &self,
+        creds: &crate::auth::transport::HttpCredentials,
+    ) -> Option<Arc<dyn crate::webhook::hub::Gate>> {
+        let core = self.core.clone();
+        let gate = crate::auth::access::StreamGate::open(move || core.gateway.load_full(), creds);
+        gate.await.map(|g| g as Arc<dyn crate::webhook::hub::Gate>)
+    }
+
+    /// A `resources/list` answer that also names the booking resources the caller owns
+    /// (`webhook::edge::owned_resources`); such a list is the caller's own (`private`).
+    async fn with_owned(&self, answer: Answer) -> Answer {
+        let Answer::Result(mut r) = answer else {
+            return answer;
+        };
+        let gateway = self.core.gateway.load_full();
+        if !gateway
+            .businesses
+            .iter()
+            .any(|b| b.webhooks.is_some() && b.auth.is_some())
+        {
+            return Answer::Result(r);
+        }
+        let Some(audience) = crate::auth::access::Audience::current(&gateway).await else {
+            return Answer::Result(r);
+        };
+        let owned = crate::webhook::edge::owned_resources(&self.webhooks, &gateway, &audience);
+        let owned = owned.await;
+        if let (false, Some(Value::Array(list))) = (owned.is_empty(), r.get_mut("resources")) {
+            list.extend(owned);
+            if r.get("cacheScope").is_some() {
+                r["cacheScope"] = json!("private");
+            }
+        }
+        Answer::Result(r)
     }
 
     /// A long-lived SSE response: `source` plus keep-alive comments, ended by shutdown.
@@ -1173,16 +1214,18 @@ impl Server {
                 if method.starts_with("resources/") {
                     self.events_loaded().await;
                 }
-                if method.starts_with("resources/")
-                    && let Some(answer) = crate::webhook::edge::intercept(
+                if method.starts_with("resources/") {
+                    let gateway = self.core.gateway.load_full();
+                    let intercepted = crate::webhook::edge::intercept(
                         &self.webhooks,
-                        &self.core.gateway.load(),
+                        &gateway,
                         &session.id,
                         &method,
                         params.as_ref(),
-                    )
-                {
-                    return self.reply(&id, answer, json_ok, sse_ok, None);
+                    );
+                    if let Some(answer) = intercepted.await {
+                        return self.reply(&id, answer, json_ok, sse_ok, None);
+                    }
                 }
                 let era = Era::Legacy(session.version.clone());
                 if method == "tools/call" {
@@ -1223,7 +1266,10 @@ impl Server {
                         .observed_call(id, era, params, call, json_ok, sse_ok)
                         .await;
                 }
-                let answer = handler::handle(&self.core, &era, &method, params.clone()).await;
+                let mut answer = handler::handle(&self.core, &era, &method, params.clone()).await;
+                if method == "resources/list" {
+                    answer = self.with_owned(answer).await;
+                }
                 if method == "logging/setLevel"
                     && matches!(answer, Answer::Result(_))
                     && let Some(l) = params
@@ -1370,31 +1416,36 @@ impl Server {
         if method == "resources/read" {
             self.events_loaded().await;
         }
-        if method == "resources/read"
-            && let Some(Answer::Result(mut r)) = crate::webhook::edge::intercept(
+        if method == "resources/read" {
+            let gateway = self.core.gateway.load_full();
+            let intercepted = crate::webhook::edge::intercept(
                 &self.webhooks,
-                &self.core.gateway.load(),
+                &gateway,
                 "",
                 &method,
                 params.as_ref(),
-            )
-        {
-            // Booking resources fed by webhooks: event data, never cached.
-            r["resultType"] = json!("complete");
-            r["ttlMs"] = json!(0);
-            r["cacheScope"] = json!("private");
-            r["_meta"] = json!({"io.modelcontextprotocol/serverInfo": {
-                "name": self.core.info.name, "version": self.core.info.version}});
-            return self.reply(&id, Answer::Result(r), json_ok, sse_ok, None);
+            );
+            match intercepted.await {
+                Some(Answer::Result(mut r)) => {
+                    // Booking resources fed by webhooks: event data, never cached.
+                    r["resultType"] = json!("complete");
+                    r["ttlMs"] = json!(0);
+                    r["cacheScope"] = json!("private");
+                    r["_meta"] = json!({"io.modelcontextprotocol/serverInfo": {
+                        "name": self.core.info.name, "version": self.core.info.version}});
+                    return self.reply(&id, Answer::Result(r), json_ok, sse_ok, None);
+                }
+                Some(refused) => return self.reply(&id, refused, json_ok, sse_ok, None),
+                None => {}
+            }
         }
         if method == "subscriptions/listen" {
-            let gateway = self.core.gateway.load();
-            return match crate::webhook::edge::listen(
-                &self.webhooks,
-                &gateway,
-                &id,
-                params.as_ref(),
-            ) {
+            let gateway = self.core.gateway.load_full();
+            let creds = crate::auth::transport::current().unwrap_or_default();
+            let gate = self.stream_gate(&creds).await;
+            let listened =
+                crate::webhook::edge::listen(&self.webhooks, &gateway, &id, params.as_ref(), gate);
+            return match listened.await {
                 Ok(frames) if sse_ok => self.stream_response(frames),
                 Ok(_) => rpc_error(
                     StatusCode::NOT_ACCEPTABLE,
@@ -1421,7 +1472,10 @@ impl Server {
                 .observed_call(id, era, params, call, json_ok, sse_ok)
                 .await;
         }
-        let answer = handler::handle(&self.core, &era, &method, params).await;
+        let mut answer = handler::handle(&self.core, &era, &method, params).await;
+        if method == "resources/list" {
+            answer = self.with_owned(answer).await;
+        }
         if let Answer::Error {
             code: METHOD_NOT_FOUND,
             message,

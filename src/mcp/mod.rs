@@ -1,6 +1,8 @@
 //! MCP edges: JSON-RPC envelopes, both protocol eras, Streamable HTTP.
 //! Transport and protocol rules only; tool semantics belong to `forward` and the bindings.
 
+pub mod answer;
+pub mod client;
 pub mod handler;
 pub mod http;
 pub mod input;

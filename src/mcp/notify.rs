@@ -67,7 +67,7 @@ pub struct Notifier {
     progress_token: Option<Value>,
     level: Option<Level>,
     /// 2025 sessions: where server->client requests wait for answers (`mcp::input`).
-    asks: Option<Arc<super::input::Pending>>,
+    asks: Option<Arc<super::client::Pending>>,
 }
 
 impl Notifier {
@@ -92,15 +92,15 @@ impl Notifier {
     }
 
     /// Lets the call send requests to its client on this channel (2025 sessions).
-    pub fn with_asks(mut self, asks: Option<Arc<super::input::Pending>>) -> Self {
+    pub fn with_asks(mut self, asks: Option<Arc<super::client::Pending>>) -> Self {
         self.asks = asks;
         self
     }
 
     /// The call's way to ask its client, when it has one.
-    pub fn client_link(&self) -> Option<super::input::ClientLink> {
+    pub fn client_link(&self) -> Option<super::client::ClientLink> {
         match (&self.tx, &self.asks) {
-            (Some(tx), Some(pending)) => Some(super::input::ClientLink {
+            (Some(tx), Some(pending)) => Some(super::client::ClientLink {
                 tx: tx.clone(),
                 pending: pending.clone(),
             }),

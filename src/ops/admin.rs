@@ -4,11 +4,11 @@
 //! it (short, cached probes).
 
 use super::reload::ReloadStatus;
+pub use super::status::BackendState;
 use crate::mcp::handler::Core;
 use bytes::Bytes;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::Full;
-use serde::Serialize;
 use serde_json::json;
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -32,19 +32,6 @@ impl Default for AdminOptions {
             probe_cache: Duration::from_secs(2),
         }
     }
-}
-
-/// One business's backend as `/readyz` reports it.
-#[derive(Debug, Clone, Serialize)]
-pub struct BackendState {
-    pub business: String,
-    pub backend: String,
-    /// `up` or `down`.
-    pub state: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// Circuit breaker and concurrency (read when reported, never cached).
-    pub resilience: crate::upstream::resilience::Snapshot,
 }
 
 /// What the admin routes read.

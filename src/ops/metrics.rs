@@ -3,9 +3,7 @@
 //! (atomic handles), and without an installed recorder every hook is a no-op.
 
 use crate::binding::Reply;
-use crate::config::Tool;
 use crate::model::{Failure, FailureKind};
-use crate::translate::response::RestResponse;
 use metrics::{
     Counter, Histogram, Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge,
     histogram,
@@ -256,31 +254,43 @@ fn upstream_counter(business: &str, tool: &str, status: String) -> Counter {
     )
 }
 
-/// Records one finished `tools/call` (called by `forward::call_tool`); returns the HTTP status
-/// portico answers it with, for the log line.
-pub fn tool_call(tool: &Tool, outcome: &'static str, reply: &Reply, took: Duration) -> u16 {
+/// Records one finished `tools/call` of `tool` of `business`, whose handles are `m` (called by
+/// `forward::call_tool`); returns the HTTP status portico answers it with, for the log line.
+pub fn tool_call(
+    m: &ToolMetrics,
+    (business, tool): (&str, &str),
+    outcome: &'static str,
+    reply: &Reply,
+    took: Duration,
+) -> u16 {
     let status = match reply {
         Reply::Error(e) => e.http_status.unwrap_or(200),
         Reply::Result(_) | Reply::Written(_) => 200,
     };
-    let h = tool.metrics.get(&tool.business.name, &tool.name);
+    let h = m.get(business, tool);
     match (outcome, status) {
         ("ok", 200) => h.ok.increment(1),
         ("tool_error", 200) => h.tool_error.increment(1),
-        _ => request_counter(&tool.business.name, &tool.name, outcome, status).increment(1),
+        _ => request_counter(business, tool, outcome, status).increment(1),
     }
     h.took.record(took.as_secs_f64());
     status
 }
 
-/// Counts one backend request by backend status and records how long it took (around
-/// `upstream::rest::send`). Not a future wrapper: an `async fn` taking the send future would
-/// hold it twice (as its argument and as the awaited value), doubling every call's state.
-pub fn upstream(tool: &Tool, took: Duration, out: &Result<RestResponse, Failure>) {
-    let h = tool.metrics.get(&tool.business.name, &tool.name);
+/// Counts one backend request by backend status (`out`: the answer's status or the failure) and
+/// records how long it took (around `upstream::rest::send`). Not a future wrapper: an `async fn`
+/// taking the send future would hold it twice (as its argument and as the awaited value),
+/// doubling every call's state.
+pub fn upstream(
+    m: &ToolMetrics,
+    (business, tool): (&str, &str),
+    took: Duration,
+    out: Result<u16, &Failure>,
+) {
+    let h = m.get(business, tool);
     let other = match out {
-        Ok(resp) if resp.status == 200 => None,
-        Ok(resp) => Some(status_label(resp.status)),
+        Ok(200) => None,
+        Ok(status) => Some(status_label(status)),
         Err(f) => Some(
             match f.kind {
                 FailureKind::Timeout => "timeout",
@@ -292,7 +302,7 @@ pub fn upstream(tool: &Tool, took: Duration, out: &Result<RestResponse, Failure>
     };
     match other {
         None => h.upstream_ok.increment(1),
-        Some(status) => upstream_counter(&tool.business.name, &tool.name, status).increment(1),
+        Some(status) => upstream_counter(business, tool, status).increment(1),
     }
     h.upstream_took.record(took.as_secs_f64());
 }
@@ -311,22 +321,25 @@ pub fn shed(business: &str) {
     counter!(UPSTREAM_SHED, "business" => business.to_owned()).increment(1);
 }
 
+/// A circuit breaker state as metrics see it: its label and its gauge value. Implemented by
+/// `upstream::resilience::BreakerState`; a trait so this module stays below the breaker.
+pub trait BreakerGauge: Copy {
+    fn label(self) -> &'static str;
+    fn value(self) -> f64;
+}
+
 /// Records a circuit breaker state change.
-pub fn breaker_changed(business: &str, route: &str, to: crate::upstream::resilience::BreakerState) {
-    counter!(BREAKER_TRANSITIONS, "business" => business.to_owned(), "route" => route.to_owned(), "state" => to.as_str())
+pub fn breaker_changed(business: &str, route: &str, to: impl BreakerGauge) {
+    counter!(BREAKER_TRANSITIONS, "business" => business.to_owned(), "route" => route.to_owned(), "state" => to.label())
         .increment(1);
     breaker_state(business, route, to);
 }
 
 /// Sets the breaker state gauge (also refreshed on every scrape, since an open breaker's time
 /// running out changes no counter).
-pub fn breaker_state(
-    business: &str,
-    route: &str,
-    state: crate::upstream::resilience::BreakerState,
-) {
+pub fn breaker_state(business: &str, route: &str, state: impl BreakerGauge) {
     gauge!(BREAKER_STATE, "business" => business.to_owned(), "route" => route.to_owned())
-        .set(state.gauge());
+        .set(state.value());
 }
 
 /// Counts an `initialize` refused a session (rare: refusals only).

@@ -3,14 +3,27 @@
 //! calls, webhooks and dead letters, and the reload history. It must never show argument,
 //! header or body values (only names, states and numbers), and never leave a value unescaped.
 
-use super::admin::BackendState;
 use super::recent::RecentCall;
 use super::reload::{ReloadEvent, ReloadReport};
 use crate::config::Gateway;
 use crate::webhook::egress::DeadLetter;
 use crate::webhook::hub::Event;
+use serde::Serialize;
 use std::fmt::Write;
 use std::sync::Arc;
+
+/// One business's backend as `/readyz` reports it.
+#[derive(Debug, Clone, Serialize)]
+pub struct BackendState {
+    pub business: String,
+    pub backend: String,
+    /// `up` or `down`.
+    pub state: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Circuit breaker and concurrency (read when reported, never cached).
+    pub resilience: crate::upstream::resilience::Snapshot,
+}
 
 /// Everything the page shows, gathered by the admin listener.
 pub struct StatusData<'a> {

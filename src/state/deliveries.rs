@@ -8,7 +8,7 @@
 //! event id for the receiver's dedupe).
 
 use super::{Shared, StateError};
-use crate::webhook::egress::RetryPolicy;
+use crate::webhook::retry::RetryPolicy;
 use serde_json::{Value, json};
 use std::time::Duration;
 

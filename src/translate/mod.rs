@@ -8,6 +8,7 @@ pub mod fastjq;
 pub mod path;
 pub mod request;
 pub mod response;
+pub mod rest;
 pub mod summary;
 pub mod transform;
 pub mod uri;

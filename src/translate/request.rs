@@ -1,21 +1,13 @@
 //! Builds the backend HTTP request for a call: path segments, query, headers, JSON body.
 //! Arguments never choose the host, never add path segments and never inject header lines.
 
+pub use super::rest::RestRequest;
 use super::transform::Vars3;
 use crate::config::Tool;
 use crate::model::{Call, Failure};
 use http::{HeaderMap, HeaderValue, Method};
 use serde_json::{Value, json};
 use std::borrow::Cow;
-
-/// A request ready for the REST client.
-#[derive(Debug, Clone)]
-pub struct RestRequest {
-    pub method: Method,
-    pub url: String,
-    pub headers: HeaderMap,
-    pub body: Option<Vec<u8>>,
-}
 
 /// `$meta` for `tool`'s transforms: null when none of them names it (most mappings).
 pub fn meta_for(tool: &Tool, call: &Call) -> Value {

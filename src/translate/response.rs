@@ -2,22 +2,14 @@
 //! status table. It never throws away a backend problem body or a `Retry-After`.
 
 use super::content::{self, ContentRule};
+pub use super::rest::RestResponse;
 use super::transform::Vars3;
 use crate::binding::Rule;
 use crate::config::Tool;
 use crate::json_doc::Doc;
 use crate::model::{Call, Failure, FailureKind, Outcome};
-use bytes::Bytes;
 use http::HeaderMap;
 use serde_json::{Map, Value, json};
-
-/// The backend's answer as received.
-#[derive(Debug, Clone)]
-pub struct RestResponse {
-    pub status: u16,
-    pub headers: HeaderMap,
-    pub body: Bytes,
-}
 
 /// The failure of a non-2xx answer read outside a tool (a resource): its status, its Problem
 /// Details body when it is one, its `Retry-After`.

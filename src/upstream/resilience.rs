@@ -16,8 +16,8 @@
 use crate::config::diag::{Diagnostic, locate_yaml};
 use crate::config::mapping::BackendSpec;
 use crate::model::{Failure, FailureKind};
-use crate::translate::request::RestRequest;
-use crate::translate::response::RestResponse;
+use crate::translate::rest::RestRequest;
+use crate::translate::rest::RestResponse;
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::Path;
@@ -99,6 +99,15 @@ impl BreakerState {
             BreakerState::Open => 1.0,
             BreakerState::HalfOpen => 2.0,
         }
+    }
+}
+
+impl crate::ops::metrics::BreakerGauge for BreakerState {
+    fn label(self) -> &'static str {
+        self.as_str()
+    }
+    fn value(self) -> f64 {
+        self.gauge()
     }
 }
 
@@ -682,7 +691,7 @@ pub fn compile(
     let mut ok = true;
     let mut duration = |path: &[&str], v: &Option<String>, into: &mut Duration| {
         if let Some(s) = v {
-            match crate::config::compile::parse_duration(s) {
+            match crate::util::duration::parse_duration(s) {
                 Some(d) => *into = d,
                 None => {
                     ok = false;

@@ -3,8 +3,8 @@
 
 use crate::config::Backend;
 use crate::model::{Failure, FailureKind};
-use crate::translate::request::RestRequest;
-use crate::translate::response::RestResponse;
+use crate::translate::rest::RestRequest;
+use crate::translate::rest::RestResponse;
 use crate::upstream::pool::{Pool, PoolError};
 use bytes::{Bytes, BytesMut};
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! request it was asked to sign unsigned, and signs the body bytes exactly as they are sent.
 
 use crate::model::{Failure, FailureKind};
-use crate::translate::request::RestRequest;
+use crate::translate::rest::RestRequest;
 use crate::webhook::keys::SigningKey;
 use crate::webhook::sig::{self, RequestParts};
 use arc_swap::ArcSwapOption;

@@ -4,10 +4,11 @@
 use super::egress::RetryPolicy;
 use super::keys::{Alg, VerifyingKey};
 use crate::binding::Kind;
-use crate::config::compile::{parse_duration, substitute_env};
 use crate::config::diag::{Diagnostic, jq_error_place, locate_yaml};
 use crate::config::mapping::{RetrySpec, WebhookSpec};
 use crate::translate::transform::Transform;
+use crate::util::duration::parse_duration;
+use crate::util::env::substitute_env;
 use http::HeaderName;
 use std::fmt;
 use std::path::Path;
@@ -58,6 +59,19 @@ impl WebhookConfig {
     /// The subject an event is about (its resource id): deliveries about one subject keep their order.
     pub fn subject(&self, event: &serde_json::Value) -> Option<String> {
         super::egress::subject_at(event, &self.resource_id)
+    }
+
+    /// The booking id a resource URI of this business names (the inverse of [`Self::uri_for`]).
+    pub fn id_of(&self, uri: &str) -> Option<String> {
+        let (prefix, suffix) = self.resource_uri.split_once("{id}")?;
+        let segment = uri.strip_prefix(prefix)?.strip_suffix(suffix)?;
+        if segment.is_empty() || segment.contains('/') {
+            return None;
+        }
+        percent_encoding::percent_decode_str(segment)
+            .decode_utf8()
+            .ok()
+            .map(|s| s.into_owned())
     }
 
     /// The URI prefix every booking resource of this business starts with.
@@ -271,4 +285,33 @@ pub fn compile(
         deliver_to,
         retry,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn booking_ids_round_trip_through_resource_uris() {
+        let cfg = WebhookConfig {
+            business: "spa".into(),
+            keys: Vec::new(),
+            algorithms: Vec::new(),
+            max_age: DEFAULT_MAX_AGE,
+            hmac: None,
+            transform: None,
+            event_id: "/event_id".into(),
+            resource_id: "/booking_id".into(),
+            resource_uri: "usp://bookings/{id}/state".into(),
+            method: "usp_webhook".into(),
+            deliver_to: Vec::new(),
+            retry: RetryPolicy::default(),
+        };
+        for id in ["B-1", "a b/c?", "é"] {
+            assert_eq!(cfg.id_of(&cfg.uri_for(id)).as_deref(), Some(id));
+        }
+        assert_eq!(cfg.id_of("usp://bookings//state"), None);
+        assert_eq!(cfg.id_of("usp://bookings/a/b/state"), None);
+        assert_eq!(cfg.id_of("usp://other/B-1/state"), None);
+    }
 }

@@ -4,47 +4,13 @@
 
 use super::journal::{Journal, Record};
 use super::keys::{SigningKey, VerifyingKey};
+pub use super::retry::RetryPolicy;
 use super::sig;
 use serde_json::{Value, json};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::oneshot;
-
-/// Retry schedule (USP §9.2.3 defaults: 30 s initial, 3 retries, 15 minutes at most in total).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetryPolicy {
-    pub initial: Duration,
-    pub retries: u32,
-    pub max_total: Duration,
-    /// Time allowed for one attempt.
-    pub timeout: Duration,
-}
-
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        RetryPolicy {
-            initial: Duration::from_secs(30),
-            retries: 3,
-            max_total: Duration::from_secs(15 * 60),
-            timeout: Duration::from_secs(10),
-        }
-    }
-}
-
-impl RetryPolicy {
-    /// The delay before retry `n` (1-based), or `None` when no retry is left within the budget.
-    pub fn delay(&self, n: u32, waited: Duration) -> Option<Duration> {
-        if n == 0 || n > self.retries {
-            return None;
-        }
-        let d = self
-            .initial
-            .checked_mul(1u32.checked_shl(n - 1).unwrap_or(u32::MAX))
-            .unwrap_or(self.max_total);
-        (waited + d <= self.max_total).then_some(d)
-    }
-}
 
 /// A delivery that never got a 2xx.
 #[derive(Debug, Clone, PartialEq)]

@@ -11,5 +11,6 @@ pub mod ingress;
 pub mod journal;
 pub mod keys;
 pub mod listener;
+pub mod retry;
 pub mod sfv;
 pub mod sig;

@@ -13,6 +13,33 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// The fetched copy of upstream protocol file (or folder) `rel`, e.g. `usp/schemas`: the one place
+/// the tests find upstream files. `scripts/fetch-upstream` fills `.upstream/` at the crate root
+/// with the files pinned in `upstream.lock`; a path the lock does not list, or a missing folder,
+/// fails the test naming the command to run.
+pub fn upstream(rel: &str) -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let lock = std::fs::read_to_string(root.join("upstream.lock"))
+        .unwrap_or_else(|e| panic!("upstream.lock is unreadable: {e}"));
+    let listed = lock
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split('\t').next())
+        .any(|p| p == rel || p.strip_prefix(rel).is_some_and(|r| r.starts_with('/')));
+    assert!(
+        listed,
+        "upstream file {rel} is not listed in upstream.lock: add a row for it"
+    );
+    let p = root.join(".upstream").join(rel);
+    assert!(
+        p.exists(),
+        "upstream file {} is missing: run `scripts/fetch-upstream` (or `scripts/fetch-upstream \
+         --mirror DIR` with a local copy) to fetch the files pinned in upstream.lock",
+        p.display()
+    );
+    p
+}
+
 /// What the test backend saw.
 #[derive(Default)]
 pub struct Seen {

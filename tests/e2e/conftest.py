@@ -1,8 +1,9 @@
 """Shared fixtures for portico's end-to-end tests.
 
 The tests drive a real `portico demo` process (the embedded legacy spa + hotel API with portico in
-front of it) over HTTP. The binary is taken from $PORTICO_BIN (default: the debug build in
-/work/main/target). A missing binary, or a demo that does not print its `mcp:` URL in time, is a
+front of it) over HTTP. The binary is taken from $PORTICO_BIN (default: the debug build under
+$CARGO_TARGET_DIR, else the repository's target/). Upstream protocol files come from the folder
+scripts/fetch-upstream fills (`upstream()`). A missing binary, or a demo that does not print its `mcp:` URL in time, is a
 test *failure*, never a skip: an e2e suite that silently skips proves nothing.
 """
 
@@ -20,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-DEFAULT_PORTICO_BIN = "/work/main/target/debug/portico"
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_PORTICO_BIN = str(Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "debug" / "portico")
 STARTUP_TIMEOUT_S = float(os.environ.get("PORTICO_STARTUP_TIMEOUT", "30"))
 STOP_TIMEOUT_S = 10.0
 
@@ -37,6 +39,26 @@ def portico_bin() -> Path:
         )
     if not os.access(path, os.X_OK):
         pytest.fail(f"portico binary at {raw!r} is not executable", pytrace=False)
+    return path
+
+
+def upstream(rel: str) -> Path:
+    """The fetched copy of upstream protocol file or folder `rel` (e.g. `usp/schemas`), pinned by
+    upstream.lock; fails the test loudly, naming the command to run, when it is missing."""
+    listed = any(
+        line.split("\t", 1)[0] == rel or line.split("\t", 1)[0].startswith(rel + "/")
+        for line in (ROOT / "upstream.lock").read_text().splitlines()
+        if not line.startswith("#")
+    )
+    if not listed:
+        pytest.fail(f"upstream file {rel} is not listed in upstream.lock: add a row for it", pytrace=False)
+    path = ROOT / ".upstream" / rel
+    if not path.exists():
+        pytest.fail(
+            f"upstream file {path} is missing: run `scripts/fetch-upstream` (or `scripts/fetch-upstream "
+            "--mirror DIR` with a local copy) to fetch the files pinned in upstream.lock",
+            pytrace=False,
+        )
     return path
 
 

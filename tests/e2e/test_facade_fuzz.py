@@ -1,7 +1,7 @@
 """Fuzzes the REST facade with schemathesis (PyPI) against its own generated OpenAPI document.
 
 `portico facade mappings/usp-facade.yaml` (USP's 27 REST routes, derived from USP's OpenRPC and
-OpenAPI, read in place from ../shared/upstream) runs in front of `portico demo`'s MCP endpoint;
+OpenAPI, from the folder scripts/fetch-upstream fills) runs in front of `portico demo`'s MCP endpoint;
 schemathesis reads `GET /openapi.json` and sends generated requests. The checks: no 5xx,
 every status documented, every content type documented, every body valid against its schema.
 Whether the upstream tool accepts a schema-valid request is the upstream's business (the demo
@@ -23,10 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import portico_bin
+from conftest import portico_bin, upstream
 
 ROOT = Path(__file__).resolve().parents[2]
-UPSTREAM = (ROOT / ".." / "shared" / "upstream").resolve()
 CHECKS = "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance"
 
 
@@ -43,15 +42,14 @@ def test_schemathesis_finds_nothing_against_the_usp_facade(demo):
         pytest.fail(
             f"schemathesis (st) not found at {st}: run scripts/test, or set PORTICO_ST", pytrace=False
         )
-    if not UPSTREAM.is_dir():
-        pytest.fail(f"the shared upstream folder is missing ({UPSTREAM})", pytrace=False)
+    fetched = upstream("usp").parent
     work = Path(tempfile.mkdtemp(prefix="portico-fuzz-"))
     mapping = work / "usp-facade.yaml"
     mapping.write_text(
         (ROOT / "mappings" / "usp-facade.yaml")
         .read_text()
         .replace("http://127.0.0.1:9100/mcp", demo.mcp_url)
-        .replace("../../shared/upstream", str(UPSTREAM))
+        .replace("../.upstream", str(fetched))
     )
     port = free_port()
     facade = subprocess.Popen(

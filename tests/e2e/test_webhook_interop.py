@@ -39,10 +39,9 @@ from http_message_signatures import (
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
-from conftest import Demo, portico_bin
+from conftest import Demo, portico_bin, upstream
 
 ROOT = Path(__file__).resolve().parents[2]
-USP_SCHEMAS = Path("/work/shared/upstream/usp/schemas")
 USP = ("@method", "@authority", "@path", "content-digest", "content-type")
 ALGS = {"ecdsa": algorithms.ECDSA_P256_SHA256, "ed25519": algorithms.ED25519}
 
@@ -165,7 +164,7 @@ def test_http_message_signatures_verify_in_portico(kind: str, tmp_path: Path) ->
 def booking_event_validator() -> Draft202012Validator:
     """USP's BookingEvent, with every sibling schema registered under its $id (no network)."""
     resources = []
-    for path in USP_SCHEMAS.glob("*.json"):
+    for path in upstream("usp/schemas").glob("*.json"):
         doc = json.loads(path.read_text())
         if "$id" in doc:
             resources.append((doc["$id"], Resource.from_contents(doc)))

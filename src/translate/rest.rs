@@ -1,0 +1,22 @@
+//! The two HTTP messages exchanged with a REST backend, as plain data: the request portico sends
+//! and the answer it receives. A leaf: it must never build, send or interpret them.
+
+use bytes::Bytes;
+use http::{HeaderMap, Method};
+
+/// A request ready for the REST client.
+#[derive(Debug, Clone)]
+pub struct RestRequest {
+    pub method: Method,
+    pub url: String,
+    pub headers: HeaderMap,
+    pub body: Option<Vec<u8>>,
+}
+
+/// The backend's answer as received.
+#[derive(Debug, Clone)]
+pub struct RestResponse {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
