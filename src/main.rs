@@ -94,19 +94,20 @@ Examples:
 
 const SIGN_EXAMPLES: &str = "\
 Examples:
-  portico webhook-sign --key sender.jwk --url https://gw.example/webhooks/spa --body event.json
-  portico webhook-sign --key sender.jwk --url http://127.0.0.1:8080/webhooks/spa --body event.json --created 1767225600 > headers.txt";
+  portico webhook-sign --key sender.jwk --url https://gw.example/webhooks/spa --body-file event.json
+  portico webhook-sign --key sender.jwk --url http://127.0.0.1:8080/webhooks/spa --body-file event.json --created 1767225600 > headers.txt
+  portico webhook-sign --key sender.jwk --url http://127.0.0.1:8080/webhooks/spa --body '{\"event_id\":\"e1\"}'";
 
 const VERIFY_EXAMPLES: &str = "\
 Examples:
-  portico webhook-verify --jwks jwks.json --url https://gw.example/webhooks/spa --headers headers.txt --body event.json
-  portico webhook-verify --jwks jwks.json --url http://127.0.0.1:8080/webhooks/spa --headers headers.txt --body event.json --max-age 10m";
+  portico webhook-verify --jwks jwks.json --url https://gw.example/webhooks/spa --headers headers.txt --body-file event.json
+  portico webhook-verify --jwks jwks.json --url http://127.0.0.1:8080/webhooks/spa --headers headers.txt --body-file event.json --max-age 10m";
 
 const HEALTH_EXAMPLES: &str = "\
 Examples:
   portico health
   portico health --url http://127.0.0.1:9090/readyz --timeout 5s
-  HEALTHCHECK CMD [\"portico\", \"health\"]   (Dockerfile)";
+  HEALTHCHECK CMD [\"portico\", \"health\"]   (Dockerfile, with ENV PORTICO_ADMIN_ADDR=0.0.0.0:9090)";
 
 const CHECK_EXAMPLES: &str = "\
 Examples:
@@ -270,11 +271,12 @@ enum Command {
     /// Run the embedded demo: a legacy spa + hotel API with portico in front, on 127.0.0.1.
     #[command(after_help = DEMO_EXAMPLES)]
     Demo {
-        /// Port of the MCP endpoint; the legacy backend takes the next one.
+        /// Port of the MCP endpoint; the legacy backend takes port + 1, the admin listener
+        /// port + 2, the REST facade port + 3 (0: any free ports).
         #[arg(long, default_value_t = 9100, env = "PORTICO_DEMO_PORT")]
         port: u16,
         /// Also serve the MCP conformance fixtures (mappings/conformance.yaml) from a REST
-        /// fixture backend on port + 2.
+        /// fixture backend on port + 4.
         #[arg(long, env = "PORTICO_DEMO_FIXTURES")]
         fixtures: bool,
         /// Require authentication for privileged tools (prints how to authenticate).
@@ -326,9 +328,17 @@ enum Command {
         /// The URL the webhook is POSTed to (its authority and path are signed).
         #[arg(long, env = "PORTICO_SIGN_URL")]
         url: String,
-        /// The exact body bytes.
+        /// File holding the exact body bytes to sign.
+        #[arg(
+            long,
+            env = "PORTICO_SIGN_BODY_FILE",
+            required_unless_present = "body",
+            conflicts_with = "body"
+        )]
+        body_file: Option<PathBuf>,
+        /// The body itself, as given (its UTF-8 bytes); instead of `--body-file`.
         #[arg(long, env = "PORTICO_SIGN_BODY")]
-        body: PathBuf,
+        body: Option<String>,
         /// `created` in Unix seconds (default: now).
         #[arg(long, env = "PORTICO_SIGN_CREATED")]
         created: Option<i64>,
@@ -345,24 +355,31 @@ enum Command {
         /// File of `Name: value` header lines.
         #[arg(long, env = "PORTICO_VERIFY_HEADERS")]
         headers: PathBuf,
-        /// The exact body bytes.
+        /// File holding the exact body bytes received.
+        #[arg(
+            long,
+            env = "PORTICO_VERIFY_BODY_FILE",
+            required_unless_present = "body",
+            conflicts_with = "body"
+        )]
+        body_file: Option<PathBuf>,
+        /// The body itself, as given (its UTF-8 bytes); instead of `--body-file`.
         #[arg(long, env = "PORTICO_VERIFY_BODY")]
-        body: PathBuf,
+        body: Option<String>,
         /// Freshness window for `created`.
         #[arg(long, default_value = "300s", value_parser = duration, env = "PORTICO_VERIFY_MAX_AGE")]
         max_age: Duration,
     },
-    /// Exit 0 when a URL answers 2xx (default: the admin /healthz); for container health
-    /// checks in images without curl.
+    /// Exit 0 when a URL answers 2xx (default: /healthz of the admin listener at
+    /// PORTICO_ADMIN_ADDR, the variable `serve --admin-addr` reads); for container health
+    /// checks in images without curl. `serve` opens no admin listener unless given
+    /// `--admin-addr`, so without `--url` the variable must be set.
     #[command(after_help = HEALTH_EXAMPLES)]
     Health {
-        /// URL to GET.
-        #[arg(
-            long,
-            default_value = "http://127.0.0.1:9090/healthz",
-            env = "PORTICO_HEALTH_URL"
-        )]
-        url: String,
+        /// URL to GET (default: http://<PORTICO_ADMIN_ADDR>/healthz, a wildcard address read as
+        /// loopback).
+        #[arg(long, env = "PORTICO_HEALTH_URL")]
+        url: Option<String>,
         /// Longest wait for the answer.
         #[arg(long, default_value = "2s", value_parser = duration, env = "PORTICO_HEALTH_TIMEOUT")]
         timeout: Duration,
@@ -488,6 +505,24 @@ fn interval(s: &str) -> Result<Interval, String> {
     }
 }
 
+/// `portico health`'s default URL: `/healthz` on the admin listener `serve` opens from
+/// `PORTICO_ADMIN_ADDR`; a wildcard address is reached on loopback.
+fn admin_healthz_url() -> Result<String, String> {
+    let raw = std::env::var("PORTICO_ADMIN_ADDR").map_err(|_| {
+        "no URL: pass --url, or set PORTICO_ADMIN_ADDR to the admin listener's address (`serve` opens it only with --admin-addr / PORTICO_ADMIN_ADDR)".to_string()
+    })?;
+    let mut addr: SocketAddr = raw
+        .parse()
+        .map_err(|e| format!("PORTICO_ADMIN_ADDR `{raw}` is not an address: {e}"))?;
+    if addr.ip().is_unspecified() {
+        addr.set_ip(match addr {
+            SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    Ok(format!("http://{addr}/healthz"))
+}
+
 fn init_logging() {
     init_logging_as(LogFormat::Json);
 }
@@ -510,7 +545,11 @@ fn init_tracing(
     let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
     let fmt = match format {
         LogFormat::Json => fmt.json().boxed(),
-        LogFormat::Text => fmt.boxed(),
+        // Colour codes only for a terminal: never into files, pipes or log collectors.
+        LogFormat::Text => {
+            use std::io::IsTerminal;
+            fmt.with_ansi(std::io::stderr().is_terminal()).boxed()
+        }
     };
     let (otel_layer, otel) = match otlp {
         Some(endpoint) => {
@@ -730,23 +769,39 @@ async fn main() -> ExitCode {
         Command::WebhookSign {
             key,
             url,
+            body_file,
             body,
             created,
-        } => cli_result(portico::webhook::cli::sign(&key, &url, &body, created)),
+        } => cli_result(
+            portico::webhook::cli::Body::from_flags(body_file, body)
+                .and_then(|body| portico::webhook::cli::sign(&key, &url, &body, created)),
+        ),
         Command::WebhookVerify {
             jwks,
             url,
             headers,
+            body_file,
             body,
             max_age,
-        } => cli_result(portico::webhook::cli::verify(
-            &jwks, &url, &headers, &body, max_age,
-        )),
-        Command::Health { url, timeout } => cli_result(
-            portico::ops::admin::check_url(&url, timeout)
-                .await
-                .map(|s| s + "\n"),
+        } => cli_result(
+            portico::webhook::cli::Body::from_flags(body_file, body).and_then(|body| {
+                portico::webhook::cli::verify(&jwks, &url, &headers, &body, max_age)
+            }),
         ),
+        Command::Health { url, timeout } => {
+            let url = match url.map(Ok).unwrap_or_else(admin_healthz_url) {
+                Ok(url) => url,
+                Err(why) => {
+                    eprintln!("portico health: {why}");
+                    return Exit::Usage.into();
+                }
+            };
+            cli_result(
+                portico::ops::admin::check_url(&url, timeout)
+                    .await
+                    .map(|s| s + "\n"),
+            )
+        }
         Command::Check { config, strict } => {
             let paths = config.all();
             let report = portico::check::run(&paths);

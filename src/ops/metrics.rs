@@ -48,6 +48,9 @@ pub const STATE_EVENTS: &str = "portico_state_events_read_total";
 
 /// Backend retries by business (an attempt after a failed one).
 pub const UPSTREAM_RETRIES: &str = "portico_upstream_retries_total";
+/// Requests that met a reused backend connection closed before any answer byte, by backend
+/// and outcome (`replayed` on a fresh connection, `outcome_unknown` when not replayable).
+pub const UPSTREAM_REUSED_LOST: &str = "portico_upstream_reused_connection_lost_total";
 /// Calls refused because the backend's concurrency limit was reached.
 pub const UPSTREAM_SHED: &str = "portico_upstream_shed_total";
 /// Circuit breaker state changes by business, route (tool or resource) and new state.
@@ -164,6 +167,10 @@ fn describe() {
     describe_counter!(
         UPSTREAM_RETRIES,
         "backend retries by business (safe or keyed calls after a failed attempt)"
+    );
+    describe_counter!(
+        UPSTREAM_REUSED_LOST,
+        "requests whose reused backend connection closed before any answer byte, by backend and outcome (replayed, outcome_unknown)"
     );
     describe_counter!(
         UPSTREAM_SHED,
@@ -314,6 +321,13 @@ fn status_label(status: u16) -> String {
 /// Counts a retry of a backend call (rare: labels are built here).
 pub fn retried(business: &str) {
     counter!(UPSTREAM_RETRIES, "business" => business.to_owned()).increment(1);
+}
+
+/// Counts a request whose reused backend connection closed before answering (rare: labels are
+/// built here).
+pub fn reused_connection_lost(backend: &str, outcome: &'static str) {
+    counter!(UPSTREAM_REUSED_LOST, "backend" => backend.to_owned(), "outcome" => outcome)
+        .increment(1);
 }
 
 /// Counts a call shed by the backend's concurrency limit.
