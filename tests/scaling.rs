@@ -406,6 +406,15 @@ async fn redis_down_refuses_keyed_calls_and_webhooks_then_recovers() {
     )
     .await;
     assert!(plain.body["result"].is_object(), "{}", plain.text);
+    // No session id is handed out that Redis does not hold (other replicas would refuse it).
+    let (sid, refused) = initialize(&http, &a.mcp, "2025-11-25").await;
+    assert_eq!(
+        (refused.status, sid.as_str()),
+        (503, ""),
+        "{}",
+        refused.text
+    );
+    assert_eq!(refused.headers["retry-after"], "1");
     // Webhooks are refused with 503 (the sender retries) rather than accepted and lost.
     assert_eq!(webhook_to(&http, &key, &a, "hooks", "wh-down").await, 503);
     let (status, detail) = ready(&a).await;
