@@ -1,7 +1,9 @@
 //! Resources and prompts from mappings, for every MCP edge: `resources/read` as one REST GET,
-//! prompt rendering, argument completion. It never touches transport details, and a URI variable
-//! only ever reaches the backend as one percent-encoded path segment (`translate::path`).
+//! prompt rendering, argument completion, each as `auth::access` allows. It never touches
+//! transport details, never reads a resource for a caller `auth::access` refuses, and a URI
+//! variable only ever reaches the backend as one percent-encoded path segment (`translate::path`).
 
+use crate::auth::access::Audience;
 use crate::config::Gateway;
 use crate::config::surface::{PromptBody, Resource};
 use crate::translate::content;
@@ -22,6 +24,9 @@ pub enum CatalogError {
     /// The backend failed or answered something unusable (-32603).
     #[error("{0}")]
     Failed(String),
+    /// The caller may not read it: the binding's authentication refusal.
+    #[error("{}", .0.message)]
+    Refused(crate::binding::RpcError),
     /// An autonym failure: JSON-RPC `-32602` (or `-32603` when `internal`) whose message is
     /// the registered title and whose `data` is the Problem Details object.
     #[error("{title}")]
@@ -52,27 +57,29 @@ fn autonym_problem(f: &crate::model::Failure) -> CatalogError {
 /// Largest number of completion values per answer (MCP caps it at 100).
 const MAX_COMPLETIONS: usize = 100;
 
-/// The `resources/list` entries (static URIs only).
 /// True when a 2025-era session may see `r`: autonym resources are 2026-07-28 only.
 pub fn legacy_visible(r: &Resource) -> bool {
     r.business.binding.kind != crate::binding::Kind::Autonym
 }
 
-/// The `resources/list` entries (`legacy`: as a 2025-era session sees them).
-pub fn list_resources(g: &Gateway, legacy: bool) -> Vec<Value> {
+/// The `resources/list` entries (`legacy`: as a 2025-era session sees them; `audience`: only
+/// those it may read, when some business has a policy).
+pub fn list_resources(g: &Gateway, legacy: bool, audience: Option<&Audience>) -> Vec<Value> {
     g.resources
         .iter()
         .filter(|r| !legacy || legacy_visible(r))
+        .filter(|r| audience.is_none_or(|a| a.lists(r)))
         .filter(|r| !r.template.is_template())
         .map(|r| r.descriptor.clone())
         .collect()
 }
 
-/// The `resources/templates/list` entries.
-pub fn list_templates(g: &Gateway, legacy: bool) -> Vec<Value> {
+/// The `resources/templates/list` entries (as [`list_resources`] filters them).
+pub fn list_templates(g: &Gateway, legacy: bool, audience: Option<&Audience>) -> Vec<Value> {
     g.resources
         .iter()
         .filter(|r| !legacy || legacy_visible(r))
+        .filter(|r| audience.is_none_or(|a| a.lists(r)))
         .filter(|r| r.template.is_template())
         .map(|r| r.descriptor.clone())
         .collect()
@@ -102,9 +109,35 @@ pub fn find<'g>(g: &'g Gateway, uri: &str) -> Option<(&'g Resource, Map<String, 
         .find_map(|r| r.template.matches(uri).map(|vars| (&**r, vars)))
 }
 
-/// `resources/read`: the `contents` array for `uri`.
+/// Why the current caller may not read `uri` of `res`: another principal's resource is not
+/// found; a missing or bad credential gets the binding's refusal.
+fn refused(res: &Resource, uri: &str, r: crate::auth::Refusal) -> CatalogError {
+    if r.kind == crate::model::FailureKind::Forbidden {
+        return CatalogError::ResourceNotFound(uri.into());
+    }
+    match crate::auth::render_for(&res.business, r) {
+        crate::binding::Reply::Error(e) => CatalogError::Refused(e),
+        _ => CatalogError::Failed(format!("resource `{uri}`: not authorized")),
+    }
+}
+
+/// Whether the current caller may read `uri` (`auth::access`); `Ok` for a URI no mapped
+/// resource has (the read then answers "not found").
+pub async fn may_read(g: &Gateway, uri: &str) -> Result<(), CatalogError> {
+    match find(g, uri) {
+        Some((res, vars)) => crate::auth::access::resource(res, &vars)
+            .await
+            .map_err(|r| refused(res, uri, r)),
+        None => Ok(()),
+    }
+}
+
+/// `resources/read`: the `contents` array for `uri`, when the current caller may read it.
 pub async fn read(g: &Gateway, uri: &str) -> Result<Vec<Value>, CatalogError> {
     let (res, vars) = find(g, uri).ok_or_else(|| CatalogError::ResourceNotFound(uri.into()))?;
+    crate::auth::access::resource(res, &vars)
+        .await
+        .map_err(|r| refused(res, uri, r))?;
     let path = res
         .path
         .render(&Value::Object(vars))
@@ -124,7 +157,7 @@ pub async fn read(g: &Gateway, uri: &str) -> Result<Vec<Value>, CatalogError> {
     let autonym = res.business.binding.kind == crate::binding::Kind::Autonym;
     let resp = match backend
         .resilience
-        .call(req, backend.timeout, false, |req, left| {
+        .call(&res.breaker, req, backend.timeout, false, |req, left| {
             rest::send(backend, req, left)
         })
         .await
@@ -273,8 +306,13 @@ pub async fn get_prompt(
 }
 
 /// `completion/complete`: a prompt argument's declared values starting with the typed prefix.
-/// Resource-template arguments have no declared values: an empty list.
-pub fn complete(g: &Gateway, params: Option<&Value>) -> Result<Value, CatalogError> {
+/// Resource-template arguments have no declared values: an empty list, for a template the
+/// `audience` may list (others are unknown to it).
+pub fn complete(
+    g: &Gateway,
+    params: Option<&Value>,
+    audience: Option<&Audience>,
+) -> Result<Value, CatalogError> {
     let p = params.ok_or_else(|| CatalogError::InvalidParams("completion needs params".into()))?;
     let arg = p.get("argument").and_then(Value::as_object);
     let (Some(arg_name), Some(prefix)) = (
@@ -312,7 +350,11 @@ pub fn complete(g: &Gateway, params: Option<&Value>) -> Result<Value, CatalogErr
                 .and_then(|r| r.get("uri"))
                 .and_then(Value::as_str)
                 .unwrap_or("");
-            if !g.resources.iter().any(|x| x.uri == uri) {
+            if !g
+                .resources
+                .iter()
+                .any(|x| x.uri == uri && audience.is_none_or(|a| a.lists(x)))
+            {
                 return Err(CatalogError::InvalidParams(format!(
                     "Unknown resource template: {uri}"
                 )));

@@ -161,17 +161,23 @@ async fn backend_call(
     let backend = &tool.business.backend;
     backend
         .resilience
-        .call(req, tool.timeout, keyed, |req, left| async move {
-            let started = std::time::Instant::now();
-            let out = rest::send(backend, req, left).await;
-            crate::ops::metrics::upstream(
-                &tool.metrics,
-                names(tool),
-                started.elapsed(),
-                out.as_ref().map(|r| r.status),
-            );
-            out
-        })
+        .call(
+            &tool.breaker,
+            req,
+            tool.timeout,
+            keyed,
+            |req, left| async move {
+                let started = std::time::Instant::now();
+                let out = rest::send(backend, req, left).await;
+                crate::ops::metrics::upstream(
+                    &tool.metrics,
+                    names(tool),
+                    started.elapsed(),
+                    out.as_ref().map(|r| r.status),
+                );
+                out
+            },
+        )
         .await
 }
 

@@ -32,7 +32,7 @@ extern "C" fn lazy_arena_commit() {
 #[unsafe(link_section = ".init_array")]
 static LAZY_ARENA_COMMIT: extern "C" fn() = lazy_arena_commit;
 
-/// The exit codes of every subcommand, in one place (README "Exit codes" documents this table).
+/// The exit codes of every subcommand, in one place (docs/operations.md "Exit codes" documents this table).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Exit {
     /// Done; a server stopped by SIGTERM / Ctrl-C after draining its in-flight calls.
@@ -94,19 +94,20 @@ Examples:
 
 const SIGN_EXAMPLES: &str = "\
 Examples:
-  portico webhook-sign --key sender.jwk --url https://gw.example/webhooks/spa --body event.json
-  portico webhook-sign --key sender.jwk --url http://127.0.0.1:8080/webhooks/spa --body event.json --created 1767225600 > headers.txt";
+  portico webhook-sign --key sender.jwk --url https://gw.example/webhooks/spa --body-file event.json
+  portico webhook-sign --key sender.jwk --url http://127.0.0.1:8080/webhooks/spa --body-file event.json --created 1767225600 > headers.txt
+  portico webhook-sign --key sender.jwk --url http://127.0.0.1:8080/webhooks/spa --body '{\"event_id\":\"e1\"}'";
 
 const VERIFY_EXAMPLES: &str = "\
 Examples:
-  portico webhook-verify --jwks jwks.json --url https://gw.example/webhooks/spa --headers headers.txt --body event.json
-  portico webhook-verify --jwks jwks.json --url http://127.0.0.1:8080/webhooks/spa --headers headers.txt --body event.json --max-age 10m";
+  portico webhook-verify --jwks jwks.json --url https://gw.example/webhooks/spa --headers headers.txt --body-file event.json
+  portico webhook-verify --jwks jwks.json --url http://127.0.0.1:8080/webhooks/spa --headers headers.txt --body-file event.json --max-age 10m";
 
 const HEALTH_EXAMPLES: &str = "\
 Examples:
   portico health
   portico health --url http://127.0.0.1:9090/readyz --timeout 5s
-  HEALTHCHECK CMD [\"portico\", \"health\"]   (Dockerfile)";
+  HEALTHCHECK CMD [\"portico\", \"health\"]   (Dockerfile, with ENV PORTICO_ADMIN_ADDR=0.0.0.0:9090)";
 
 const CHECK_EXAMPLES: &str = "\
 Examples:
@@ -239,6 +240,8 @@ enum Command {
         #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..), env = "PORTICO_WEBHOOK_LATEST")]
         webhook_latest: u64,
         #[command(flatten)]
+        sessions: SessionArgs,
+        #[command(flatten)]
         tls: TlsArgs,
         /// PEM CA certificate(s): ask TLS clients for a certificate and pass one this CA verifies
         /// to the `mtls` mechanism (clients without one still connect). Needs --tls-cert.
@@ -268,11 +271,12 @@ enum Command {
     /// Run the embedded demo: a legacy spa + hotel API with portico in front, on 127.0.0.1.
     #[command(after_help = DEMO_EXAMPLES)]
     Demo {
-        /// Port of the MCP endpoint; the legacy backend takes the next one.
+        /// Port of the MCP endpoint; the legacy backend takes port + 1, the admin listener
+        /// port + 2, the REST facade port + 3 (0: any free ports).
         #[arg(long, default_value_t = 9100, env = "PORTICO_DEMO_PORT")]
         port: u16,
         /// Also serve the MCP conformance fixtures (mappings/conformance.yaml) from a REST
-        /// fixture backend on port + 2.
+        /// fixture backend on port + 4.
         #[arg(long, env = "PORTICO_DEMO_FIXTURES")]
         fixtures: bool,
         /// Require authentication for privileged tools (prints how to authenticate).
@@ -324,9 +328,17 @@ enum Command {
         /// The URL the webhook is POSTed to (its authority and path are signed).
         #[arg(long, env = "PORTICO_SIGN_URL")]
         url: String,
-        /// The exact body bytes.
+        /// File holding the exact body bytes to sign.
+        #[arg(
+            long,
+            env = "PORTICO_SIGN_BODY_FILE",
+            required_unless_present = "body",
+            conflicts_with = "body"
+        )]
+        body_file: Option<PathBuf>,
+        /// The body itself, as given (its UTF-8 bytes); instead of `--body-file`.
         #[arg(long, env = "PORTICO_SIGN_BODY")]
-        body: PathBuf,
+        body: Option<String>,
         /// `created` in Unix seconds (default: now).
         #[arg(long, env = "PORTICO_SIGN_CREATED")]
         created: Option<i64>,
@@ -343,24 +355,31 @@ enum Command {
         /// File of `Name: value` header lines.
         #[arg(long, env = "PORTICO_VERIFY_HEADERS")]
         headers: PathBuf,
-        /// The exact body bytes.
+        /// File holding the exact body bytes received.
+        #[arg(
+            long,
+            env = "PORTICO_VERIFY_BODY_FILE",
+            required_unless_present = "body",
+            conflicts_with = "body"
+        )]
+        body_file: Option<PathBuf>,
+        /// The body itself, as given (its UTF-8 bytes); instead of `--body-file`.
         #[arg(long, env = "PORTICO_VERIFY_BODY")]
-        body: PathBuf,
+        body: Option<String>,
         /// Freshness window for `created`.
         #[arg(long, default_value = "300s", value_parser = duration, env = "PORTICO_VERIFY_MAX_AGE")]
         max_age: Duration,
     },
-    /// Exit 0 when a URL answers 2xx (default: the admin /healthz); for container health
-    /// checks in images without curl.
+    /// Exit 0 when a URL answers 2xx (default: /healthz of the admin listener at
+    /// PORTICO_ADMIN_ADDR, the variable `serve --admin-addr` reads); for container health
+    /// checks in images without curl. `serve` opens no admin listener unless given
+    /// `--admin-addr`, so without `--url` the variable must be set.
     #[command(after_help = HEALTH_EXAMPLES)]
     Health {
-        /// URL to GET.
-        #[arg(
-            long,
-            default_value = "http://127.0.0.1:9090/healthz",
-            env = "PORTICO_HEALTH_URL"
-        )]
-        url: String,
+        /// URL to GET (default: http://<PORTICO_ADMIN_ADDR>/healthz, a wildcard address read as
+        /// loopback).
+        #[arg(long, env = "PORTICO_HEALTH_URL")]
+        url: Option<String>,
         /// Longest wait for the answer.
         #[arg(long, default_value = "2s", value_parser = duration, env = "PORTICO_HEALTH_TIMEOUT")]
         timeout: Duration,
@@ -374,6 +393,37 @@ enum Command {
         #[arg(long, env = "PORTICO_STRICT")]
         strict: bool,
     },
+}
+
+/// 2025-era sessions of `serve` (docs/scaling.md, "Sessions").
+#[derive(clap::Args)]
+struct SessionArgs {
+    /// Most 2025-era sessions this process holds; `initialize` past it is refused with 503
+    /// and `Retry-After` (no session is evicted to make room).
+    #[arg(long, default_value_t = portico::mcp::http::DEFAULT_MAX_SESSIONS, value_parser = clap::value_parser!(u64).range(1..), env = "PORTICO_MAX_SESSIONS")]
+    max_sessions: u64,
+    /// A session with no request, no open GET stream and no call in flight for this long
+    /// ends (e.g. `30m`, `90s`).
+    #[arg(long, default_value = "30m", value_parser = duration, env = "PORTICO_SESSION_IDLE")]
+    session_idle: Duration,
+    /// New sessions per second per client address (0: no limit); past it and the burst,
+    /// `initialize` is refused with 429 and `Retry-After`.
+    #[arg(long, default_value_t = portico::mcp::http::DEFAULT_SESSION_RATE, value_parser = rate, env = "PORTICO_SESSION_RATE")]
+    session_rate: f64,
+    /// New sessions a client address may open at once above --session-rate.
+    #[arg(long, default_value_t = portico::mcp::http::DEFAULT_SESSION_BURST as u32, value_parser = clap::value_parser!(u32).range(1..), env = "PORTICO_SESSION_BURST")]
+    session_burst: u32,
+}
+
+impl SessionArgs {
+    fn apply(self, opts: &mut HttpOptions) {
+        opts.max_sessions = self.max_sessions;
+        opts.session_idle = self.session_idle;
+        opts.session_rate = (self.session_rate > 0.0).then_some(portico::auth::limit::Shape {
+            refill: self.session_rate,
+            burst: f64::from(self.session_burst),
+        });
+    }
 }
 
 /// TLS for a listener (`serve`: MCP and /webhooks; `facade`: the REST listener).
@@ -433,6 +483,16 @@ fn window(s: &str) -> Result<Duration, String> {
     duration(s)
 }
 
+/// A rate per second: a finite number, 0 or more.
+fn rate(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(r) if r.is_finite() && r >= 0.0 => Ok(r),
+        _ => Err(format!(
+            "`{s}` is not a rate such as 10 or 0.5 (per second; 0 = no limit)"
+        )),
+    }
+}
+
 /// A poll period, or `off`.
 #[derive(Clone, Copy)]
 struct Interval(Option<Duration>);
@@ -443,6 +503,24 @@ fn interval(s: &str) -> Result<Interval, String> {
     } else {
         duration(s).map(|d| Interval(Some(d)))
     }
+}
+
+/// `portico health`'s default URL: `/healthz` on the admin listener `serve` opens from
+/// `PORTICO_ADMIN_ADDR`; a wildcard address is reached on loopback.
+fn admin_healthz_url() -> Result<String, String> {
+    let raw = std::env::var("PORTICO_ADMIN_ADDR").map_err(|_| {
+        "no URL: pass --url, or set PORTICO_ADMIN_ADDR to the admin listener's address (`serve` opens it only with --admin-addr / PORTICO_ADMIN_ADDR)".to_string()
+    })?;
+    let mut addr: SocketAddr = raw
+        .parse()
+        .map_err(|e| format!("PORTICO_ADMIN_ADDR `{raw}` is not an address: {e}"))?;
+    if addr.ip().is_unspecified() {
+        addr.set_ip(match addr {
+            SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    Ok(format!("http://{addr}/healthz"))
 }
 
 fn init_logging() {
@@ -467,7 +545,11 @@ fn init_tracing(
     let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
     let fmt = match format {
         LogFormat::Json => fmt.json().boxed(),
-        LogFormat::Text => fmt.boxed(),
+        // Colour codes only for a terminal: never into files, pipes or log collectors.
+        LogFormat::Text => {
+            use std::io::IsTerminal;
+            fmt.with_ansi(std::io::stderr().is_terminal()).boxed()
+        }
     };
     let (otel_layer, otel) = match otlp {
         Some(endpoint) => {
@@ -687,23 +769,39 @@ async fn main() -> ExitCode {
         Command::WebhookSign {
             key,
             url,
+            body_file,
             body,
             created,
-        } => cli_result(portico::webhook::cli::sign(&key, &url, &body, created)),
+        } => cli_result(
+            portico::webhook::cli::Body::from_flags(body_file, body)
+                .and_then(|body| portico::webhook::cli::sign(&key, &url, &body, created)),
+        ),
         Command::WebhookVerify {
             jwks,
             url,
             headers,
+            body_file,
             body,
             max_age,
-        } => cli_result(portico::webhook::cli::verify(
-            &jwks, &url, &headers, &body, max_age,
-        )),
-        Command::Health { url, timeout } => cli_result(
-            portico::ops::admin::check_url(&url, timeout)
-                .await
-                .map(|s| s + "\n"),
+        } => cli_result(
+            portico::webhook::cli::Body::from_flags(body_file, body).and_then(|body| {
+                portico::webhook::cli::verify(&jwks, &url, &headers, &body, max_age)
+            }),
         ),
+        Command::Health { url, timeout } => {
+            let url = match url.map(Ok).unwrap_or_else(admin_healthz_url) {
+                Ok(url) => url,
+                Err(why) => {
+                    eprintln!("portico health: {why}");
+                    return Exit::Usage.into();
+                }
+            };
+            cli_result(
+                portico::ops::admin::check_url(&url, timeout)
+                    .await
+                    .map(|s| s + "\n"),
+            )
+        }
         Command::Check { config, strict } => {
             let paths = config.all();
             let report = portico::check::run(&paths);
@@ -748,6 +846,7 @@ async fn main() -> ExitCode {
             webhook_replay,
             webhook_dedupe_window,
             webhook_latest,
+            sessions,
             tls,
             tls_client_ca,
             otlp_endpoint,
@@ -799,6 +898,7 @@ async fn main() -> ExitCode {
                 tls,
                 ..HttpOptions::default()
             };
+            sessions.apply(&mut opts);
             if let Some(n) = shards {
                 opts.shards = n;
             }
@@ -1052,8 +1152,8 @@ mod tests {
     }
 
     #[test]
-    fn every_argument_has_an_environment_variable_documented_in_the_readme() {
-        let readme = include_str!("../README.md");
+    fn every_argument_has_an_environment_variable_documented_in_the_operations_reference() {
+        let readme = include_str!("../docs/operations.md");
         for (sub, arg) in all_args() {
             if arg.get_id() == "paths" {
                 // The CONFIG arguments: `--config` (PORTICO_CONFIG) is their variable.
@@ -1069,7 +1169,7 @@ mod tests {
             );
             assert!(
                 readme.contains(&format!("`{env}`")),
-                "README does not document {env} (`portico {sub}`)"
+                "docs/operations.md does not document {env} (`portico {sub}`)"
             );
         }
     }
@@ -1143,7 +1243,7 @@ mod tests {
             .expect("refused");
         assert!(e.use_stderr());
         assert_eq!(e.exit_code(), Exit::Usage as i32, "clap's own code agrees");
-        let readme = include_str!("../README.md");
+        let readme = include_str!("../docs/operations.md");
         for code in [
             Exit::Ok,
             Exit::Invalid,
@@ -1154,7 +1254,7 @@ mod tests {
             let row = format!("| {} |", code as u8);
             assert!(
                 readme.contains(&row),
-                "README's exit code table lacks {row}"
+                "docs/operations.md's exit code table lacks {row}"
             );
         }
     }

@@ -323,8 +323,11 @@ async fn faults_for(binding: &str) {
         } else {
             expect(binding, &a, fault, text);
         }
-        // A request the backend has seen is never sent again.
-        assert_eq!(log.hits(scenario), 1, "{binding} `{scenario}` was retried");
+        // A request the backend has seen is never sent again, except a safe read that met a
+        // kept-alive connection closed before any answer byte: that one goes once more on a
+        // fresh connection (where this backend closes it again).
+        let sends = if scenario == "closed_early" { 2 } else { 1 };
+        assert_eq!(log.hits(scenario), sends, "{binding} `{scenario}` sends");
         next_call_succeeds(&c, &url, binding, scenario).await;
     }
     // The gateway let go of the connections it gave up on instead of draining or holding them.

@@ -1,6 +1,8 @@
 //! Per-backend resilience over real HTTP: a backend down at startup, a flapping backend (the
-//! breaker opens, then closes after a good trial), a hanging backend (the timeout frees the
-//! slot), load shedding under a concurrency limit, and retries of safe or keyed calls only.
+//! breaker opens, then closes after a good trial), one caller's slow argument (its tool's breaker
+//! opens on the failure ratio, the other tools keep working), a hanging backend (the timeout
+//! frees the slot), load shedding under a concurrency limit, and retries of safe or keyed calls
+//! only.
 
 mod common;
 
@@ -125,6 +127,10 @@ async fn answer(
     if ctl.mode.load(Ordering::SeqCst) == HOLD {
         let _ = ctl.gate.acquire().await.map(|p| p.forget());
     }
+    // One caller's slow argument: an id starting `slow-` takes 2 s.
+    if path.contains("/slow-") {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
     reply(200, json!({ "path": path }).to_string())
 }
 
@@ -193,6 +199,86 @@ async fn echo(c: &reqwest::Client, url: &str) -> Answer {
     call(c, url, "echo_get", json!({"id": "x"})).await
 }
 
+/// `echo_post` (another tool of the same backend), answered by the backend.
+async fn other_tool(c: &reqwest::Client, url: &str) -> Answer {
+    let args = json!({"name": "n", "_meta": {"usp": {"profile": "https://agent.example/p.json"}}});
+    call(c, url, "echo_post", args).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_argument_opens_only_its_tool_and_only_past_the_ratio() {
+    let backend = Backend::started().await;
+    let business = "res-route";
+    let file = mapping(
+        &backend,
+        business,
+        "  timeout: 300ms\n  breaker: { min_calls: 4, failure_ratio: 0.6, window: 1m, open_for: 1m }",
+    );
+    let (g, url, admin, c) = start(file).await;
+    let get = |id: &'static str| {
+        let (c, url) = (c.clone(), url.clone());
+        async move { call(&c, &url, "echo_get", json!({ "id": id })).await }
+    };
+    let timed_out = |a: &Answer| {
+        assert_eq!(
+            a.body["error"]["data"]["code"], "service_unavailable",
+            "{}",
+            a.text
+        );
+        assert!(
+            !content(a).contains("circuit breaker"),
+            "a timeout, not a refusal: {}",
+            a.text
+        );
+    };
+    // Two timeouts: every call failed, but under the minimum volume of 4.
+    for _ in 0..2 {
+        timed_out(&get("slow-1").await);
+    }
+    // Other callers' calls on the same tool succeed: 5 calls, 2 failed (40 %).
+    for _ in 0..3 {
+        let a = get("fast").await;
+        assert!(a.body.get("result").is_some(), "{}", a.text);
+    }
+    // 6 calls, 3 failed (50 %); 7 calls, 4 failed (57 %): under 60 %, still reaching the backend.
+    for _ in 0..2 {
+        let before = backend.hits();
+        timed_out(&get("slow-1").await);
+        assert_eq!(backend.hits(), before + 1);
+    }
+    // 8 calls, 5 failed (62.5 %): open.
+    timed_out(&get("slow-1").await);
+    let before = backend.hits();
+    let refused = get("fast").await;
+    assert_unavailable(&refused, "circuit breaker open");
+    assert!(content(&refused).contains("echo_get"), "{}", refused.text);
+    assert_eq!(backend.hits(), before, "an open route sends nothing");
+    // Another tool of the same backend is not refused.
+    for _ in 0..3 {
+        let a = other_tool(&c, &url).await;
+        assert!(a.body.get("result").is_some(), "{}", a.text);
+    }
+    assert_eq!(backend.hits(), before + 3);
+    // Ready: one route open is not the backend open; /readyz names the route.
+    let (status, body) = readyz(&c, &admin).await;
+    assert_eq!(status, 200, "{body}");
+    let r = &body["backends"][0]["resilience"];
+    assert_eq!(r["breaker"], "closed", "{body}");
+    assert_eq!(r["routes"][0]["route"], "echo_get", "{body}");
+    assert_eq!(r["routes"][0]["breaker"], "open", "{body}");
+    let m = metrics(&c, &admin).await;
+    let state = |route: &str| {
+        sample(
+            &m,
+            &format!("portico_breaker_state{{business=\"{business}\",route=\"{route}\"}}"),
+        )
+    };
+    assert_eq!(state("echo_get"), Some(1.0), "{m}");
+    assert_eq!(state("echo_post"), Some(0.0), "{m}");
+    promtool_accepts(&m);
+    g.stop().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn backend_down_at_startup_then_flapping_opens_and_closes_the_breaker() {
     let backend = Backend::reserved();
@@ -229,7 +315,7 @@ async fn backend_down_at_startup_then_flapping_opens_and_closes_the_breaker() {
     assert_eq!(body["backends"][0]["state"], "up");
     assert_eq!(body["backends"][0]["resilience"]["breaker"], "open");
     let m = metrics(&c, &admin).await;
-    let state = format!("portico_breaker_state{{business=\"{business}\"}}");
+    let state = format!("portico_breaker_state{{business=\"{business}\",route=\"echo_get\"}}");
     assert_eq!(sample(&m, &state), Some(1.0), "{m}");
 
     // Once the open time is over, one trial call goes through and closes it.
@@ -262,7 +348,9 @@ async fn backend_down_at_startup_then_flapping_opens_and_closes_the_breaker() {
     let moved = |to: &str| {
         sample(
             &m,
-            &format!("portico_breaker_transitions_total{{business=\"{business}\",state=\"{to}\"}}"),
+            &format!(
+                "portico_breaker_transitions_total{{business=\"{business}\",route=\"echo_get\",state=\"{to}\"}}"
+            ),
         )
     };
     assert_eq!(moved("open"), Some(2.0), "{m}");

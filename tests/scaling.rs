@@ -80,11 +80,21 @@ struct Replica {
 
 impl Replica {
     fn start(mapping: &Path, redis: &str) -> Replica {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_portico"))
-            .arg("serve")
+        Self::start_with(mapping, Some(redis), &[])
+    }
+
+    /// A replica with more `serve` flags, sharing state through `redis` when given.
+    fn start_with(mapping: &Path, redis: Option<&str>, flags: &[&str]) -> Replica {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_portico"));
+        cmd.arg("serve")
             .arg(mapping)
             .args(["--listen", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"])
-            .args(["--reload-interval", "off", "--state", redis])
+            .args(["--reload-interval", "off"])
+            .args(flags);
+        if let Some(url) = redis {
+            cmd.args(["--state", url]);
+        }
+        let mut child = cmd
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -653,6 +663,16 @@ async fn security_stores_are_shared_between_replicas_and_fail_closed() {
     let nonce = a.nonces.issue("spa").await;
     assert!(b.nonces.valid("spa", &nonce).await);
     assert!(!b.nonces.valid("hotel", &nonce).await);
+    // A booking's owner recorded on A is its owner on B (reads and deliveries, auth::access).
+    assert!(!b.owners.known("spa", "B-7").await);
+    a.owners.record("spa", "B-7", "api_key:a").await;
+    a.owners.record("spa", "B-8", "api_key:a").await;
+    a.owners.record("spa", "B-7", "api_key:a").await;
+    assert!(b.owners.known("spa", "B-7").await);
+    assert!(b.owners.owns("spa", "B-7", "api_key:a").await);
+    assert!(!b.owners.owns("spa", "B-7", "api_key:b").await);
+    assert!(!b.owners.owns("hotel", "B-7", "api_key:a").await);
+    assert_eq!(b.owners.owned("spa", "api_key:a").await, ["B-7", "B-8"]);
 
     // Redis down: every answer is the refusing one.
     redis.stop();
@@ -668,4 +688,218 @@ async fn security_stores_are_shared_between_replicas_and_fail_closed() {
     );
     assert_eq!(a.credentials.get("secret-credential-value").await, None);
     assert!(!a.nonces.valid("spa", &nonce).await);
+    assert!(
+        !a.owners.owns("spa", "B-7", "api_key:a").await,
+        "an owner that cannot be looked up is no owner"
+    );
+}
+
+/// A mapping whose tools need no backend for `tools/list`.
+fn session_mapping() -> PathBuf {
+    fixture_with_backend("gateway", "127.0.0.1:9").join("usp.yaml")
+}
+
+/// The HTTP status of `tools/list` in session `sid` on `r`.
+async fn use_session(http: &reqwest::Client, r: &Replica, sid: &str) -> u16 {
+    let a = send(legacy(
+        http,
+        &r.mcp,
+        sid,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    ))
+    .await;
+    if a.status == 200 {
+        assert!(a.result()["tools"].is_array(), "{}", a.text);
+    }
+    a.status
+}
+
+/// `n` `initialize` requests to `r`, 32 at a time: the session ids handed out, and the refusals
+/// as (status, `Retry-After` in seconds).
+async fn flood(http: &reqwest::Client, r: &Replica, n: usize) -> (Vec<String>, Vec<(u16, u64)>) {
+    use futures_util::StreamExt;
+    let answers: Vec<(String, Answer)> = futures_util::stream::iter(0..n)
+        .map(|_| initialize(http, &r.mcp, "2025-11-25"))
+        .buffer_unordered(32)
+        .collect()
+        .await;
+    let (mut made, mut refused) = (Vec::new(), Vec::new());
+    for (sid, a) in answers {
+        if a.status == 200 {
+            assert!(!sid.is_empty(), "a 200 without a session id: {}", a.text);
+            made.push(sid);
+        } else {
+            assert!(sid.is_empty(), "a refusal with a session id: {}", a.text);
+            let retry = a
+                .headers
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or_else(|| panic!("{} without Retry-After: {}", a.status, a.text));
+            assert!(retry >= 1, "{}", a.text);
+            refused.push((a.status, retry));
+        }
+    }
+    (made, refused)
+}
+
+/// Three replicas sharing a private Redis, sessions ending after `idle` unused.
+fn three_replicas(idle: &str) -> (Redis, Vec<Replica>) {
+    let mapping = session_mapping();
+    let redis = Redis::start();
+    let flags = ["--session-idle", idle];
+    let replicas = (0..3)
+        .map(|_| Replica::start_with(&mapping, Some(&redis.url()), &flags))
+        .collect();
+    (redis, replicas)
+}
+
+/// The HTTP status of `DELETE` of session `sid` on `r`.
+async fn end_session(http: &reqwest::Client, r: &Replica, sid: &str) -> u16 {
+    let resp = http
+        .delete(&r.mcp)
+        .header("mcp-session-id", sid)
+        .send()
+        .await;
+    resp.expect("DELETE").status().as_u16()
+}
+
+async fn metrics(http: &reqwest::Client, r: &Replica) -> String {
+    let url = format!("{}metrics", r.admin);
+    let resp = http.get(url).send().await.expect("metrics");
+    resp.text().await.expect("metrics text")
+}
+
+#[tokio::test]
+async fn a_session_flood_gets_usable_sessions_or_a_503_never_a_dropped_id() {
+    let mapping = session_mapping();
+    let redis = Redis::start();
+    let flags = ["--max-sessions", "100", "--session-rate", "0"];
+    let a = Replica::start_with(&mapping, Some(&redis.url()), &flags);
+    let b = Replica::start_with(&mapping, Some(&redis.url()), &flags);
+    let http = reqwest::Client::new();
+
+    let (made, refused) = flood(&http, &a, 3000).await;
+    assert_eq!(made.len(), 100, "the cap, all of it");
+    assert_eq!(refused.len(), 2900);
+    assert!(
+        refused.iter().all(|&(status, _)| status == 503),
+        "past the cap: 503 with Retry-After"
+    );
+    // Every id handed out works, on the replica that made it and (it was stored in the shared
+    // state before it was handed out) on the other.
+    for sid in &made {
+        assert_eq!(use_session(&http, &a, sid).await, 200, "{sid} on A");
+        assert_eq!(use_session(&http, &b, sid).await, 200, "{sid} on B");
+    }
+    let refusals = metrics(&http, &a).await;
+    assert_eq!(
+        sample(&refusals, "portico_sessions_refused_total{reason=\"full\"}"),
+        Some(2900.0),
+        "{refusals}"
+    );
+    // A DELETE makes room for exactly one more.
+    assert_eq!(end_session(&http, &a, &made[0]).await, 200);
+    let (again, refused) = flood(&http, &a, 5).await;
+    assert_eq!((again.len(), refused.len()), (1, 4));
+    assert_eq!(use_session(&http, &b, &again[0]).await, 200);
+}
+
+#[tokio::test]
+async fn session_creation_is_rate_limited_per_client_address() {
+    let mapping = session_mapping();
+    let flags = ["--session-rate", "1", "--session-burst", "20"];
+    let r = Replica::start_with(&mapping, None, &flags);
+    let http = reqwest::Client::new();
+    let (made, refused) = flood(&http, &r, 300).await;
+    // The burst, and the odd token refilled while the flood ran.
+    assert!((20..=25).contains(&made.len()), "{} made", made.len());
+    assert_eq!(made.len() + refused.len(), 300);
+    assert!(
+        refused.iter().all(|&(status, _)| status == 429),
+        "past the rate: 429 with Retry-After"
+    );
+    for sid in &made {
+        assert_eq!(use_session(&http, &r, sid).await, 200, "{sid}");
+    }
+    let m = metrics(&http, &r).await;
+    assert_eq!(
+        sample(
+            &m,
+            "portico_sessions_refused_total{reason=\"rate_limited\"}"
+        ),
+        Some(refused.len() as f64),
+        "{m}"
+    );
+}
+
+#[tokio::test]
+async fn a_session_deleted_on_one_replica_is_refused_on_every_replica_at_once() {
+    // A short idle time makes the open stream's checks of the shared record frequent.
+    let (_redis, replicas) = three_replicas("4s");
+    let [a, b, c] = &replicas[..] else {
+        unreachable!()
+    };
+    let http = reqwest::Client::new();
+    let (sid, _) = initialize(&http, &a.mcp, "2025-11-25").await;
+    let (other, _) = initialize(&http, &b.mcp, "2025-11-25").await;
+    // Every replica holds its own copy of the session now, and C a GET stream.
+    for r in &replicas {
+        assert_eq!(use_session(&http, r, &sid).await, 200);
+    }
+    let stream = http
+        .get(&c.mcp)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &sid)
+        .send()
+        .await
+        .expect("GET stream");
+    assert_eq!(stream.status(), 200);
+
+    assert_eq!(end_session(&http, a, &sid).await, 200);
+    // At once: the very next request on each other replica.
+    assert_eq!(use_session(&http, b, &sid).await, 404, "B");
+    assert_eq!(use_session(&http, c, &sid).await, 404, "C");
+    assert_eq!(use_session(&http, a, &sid).await, 404, "A");
+    assert_eq!(end_session(&http, b, &sid).await, 404, "ended already");
+    // C's open stream ends with the session (at C's next check of the shared record).
+    let mut body = stream.bytes_stream();
+    let end = tokio::time::timeout(Duration::from_secs(10), async {
+        use futures_util::StreamExt;
+        while let Some(chunk) = body.next().await {
+            if chunk.is_err() {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(end.is_ok(), "the GET stream of an ended session closes");
+    // Another session is untouched.
+    for r in &replicas {
+        assert_eq!(use_session(&http, r, &other).await, 200);
+    }
+}
+
+#[tokio::test]
+async fn a_session_busy_on_one_replica_outlives_the_idle_expiry_on_the_others() {
+    let (_redis, replicas) = three_replicas("2s");
+    let [a, b, c] = &replicas[..] else {
+        unreachable!()
+    };
+    let http = reqwest::Client::new();
+    let (busy, _) = initialize(&http, &a.mcp, "2025-11-25").await;
+    let (idle, _) = initialize(&http, &a.mcp, "2025-11-25").await;
+    assert_eq!(use_session(&http, c, &idle).await, 200);
+    // `busy` is used only on B, for two and a half idle periods.
+    let until = tokio::time::Instant::now() + Duration::from_secs(5);
+    while tokio::time::Instant::now() < until {
+        assert_eq!(use_session(&http, b, &busy).await, 200);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(use_session(&http, c, &busy).await, 200, "valid on C");
+    assert_eq!(use_session(&http, a, &busy).await, 200, "valid on A");
+    // The one nobody used has expired everywhere, on the replicas that held it too.
+    for r in &replicas {
+        assert_eq!(use_session(&http, r, &idle).await, 404);
+    }
 }

@@ -121,6 +121,13 @@ fn take(key: String, s: Shape) -> Result<(), u64> {
     }
 }
 
+/// Takes one token from the bucket of `key` in `space` (a limit outside the mapping files,
+/// e.g. new sessions per client address); `Err(seconds to wait)` when it is empty.
+pub fn take_keyed(space: &str, key: &str, s: Shape) -> Result<(), u64> {
+    // `\u{1}` starts no business name, so these buckets never meet a business's.
+    take(format!("\u{1}{space}\u{0}{key}"), s)
+}
+
 /// Admits one call of `principal` (`None`: anonymous) to `business`, or says how long to wait.
 pub fn admit(limits: &Limits, business: &str, principal: Option<&str>) -> Result<(), u64> {
     if let Some(s) = limits.business {

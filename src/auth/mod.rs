@@ -4,6 +4,7 @@
 //! identity binding, and failures in each binding's form. It must never log or echo a credential,
 //! and never treat an unknown mechanism, or a `cnf`-bound credential without its proof, as accepted.
 
+pub mod access;
 pub mod fetch;
 pub mod httpsig;
 pub mod jcs;
@@ -479,6 +480,21 @@ async fn scoped(
     })
 }
 
+/// The token of the request's `Authorization: Bearer` header (`Ok(None)`: no header); any
+/// other scheme, or a malformed header, is refused.
+fn bearer_token(http: &transport::HttpCredentials) -> Result<Option<&str>, Refusal> {
+    match &http.authorization {
+        None => Ok(None),
+        Some(Err(())) => Err(Refusal::invalid("the Authorization header is malformed")),
+        Some(Ok(v)) => match v.split_once(' ') {
+            Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => {
+                Ok(Some(token.trim()))
+            }
+            _ => Err(Refusal::invalid("the Authorization scheme must be Bearer")),
+        },
+    }
+}
+
 /// Who is calling, from the presented credentials; `Ok(None)` when nothing was presented.
 async fn authenticate(
     tool: &Tool,
@@ -488,14 +504,7 @@ async fn authenticate(
 ) -> Result<Option<Principal>, Refusal> {
     let meta = meta_auth(call.meta.authorization.as_ref())?;
     let http = transport::current().unwrap_or_default();
-    let http_bearer = match &http.authorization {
-        None => None,
-        Some(Err(())) => return Err(Refusal::invalid("the Authorization header is malformed")),
-        Some(Ok(v)) => match v.split_once(' ') {
-            Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => Some(token.trim()),
-            _ => return Err(Refusal::invalid("the Authorization scheme must be Bearer")),
-        },
-    };
+    let http_bearer = bearer_token(&http)?;
     // A booking-scoped credential, wherever it rides, is judged first and alone.
     let meta_cred = meta.as_ref().and_then(|m| m.credential);
     let meta_proof = meta.as_ref().and_then(|m| m.proof);
@@ -682,7 +691,12 @@ pub fn admit(tool: &Tool, grant: &Grant) -> Result<(), Reply> {
 
 /// Renders a refusal the way the business's binding answers authentication failures.
 pub fn render(tool: &Tool, r: Refusal) -> Reply {
-    let binding = &tool.business.binding;
+    render_for(&tool.business, r)
+}
+
+/// [`render`] for a refusal about anything of `business` (a tool, a resource).
+pub fn render_for(business: &crate::config::Business, r: Refusal) -> Reply {
+    let binding = &business.binding;
     let status = match r.kind {
         FailureKind::Unauthenticated => 401,
         FailureKind::Forbidden => 403,
@@ -762,19 +776,24 @@ pub fn challenge(code: Option<&str>) -> String {
 
 pub use crate::clock::rfc3339;
 
-/// After a successful issuing call: mints a booking-scoped credential for the created resource
-/// (bound to the caller's key when it proved one) and returns it next to the resource.
+/// After a successful call of a creating tool (`creates`): records the caller as the owner of
+/// the created resource. After a successful issuing call: mints a booking-scoped credential for
+/// the created resource (bound to the caller's key when it proved one) and returns it next to
+/// the resource.
 pub async fn issue(tool: &Tool, grant: &Grant, reply: &mut Reply) {
     let Some(policy) = tool.business.auth.as_deref() else {
         return;
     };
-    let (Some(cfg), Some(p)) = (&policy.credentials, &grant.principal) else {
+    let Some(p) = &grant.principal else {
         return;
     };
-    let Some(pointer) = cfg.issue.get(&tool.name) else {
-        return;
-    };
-    if !policy.accepts(Mechanism::BookingScopedCredential) {
+    let owned = policy.creates.get(&tool.name);
+    let credential = policy
+        .credentials
+        .as_ref()
+        .filter(|_| policy.accepts(Mechanism::BookingScopedCredential))
+        .and_then(|c| c.issue.get(&tool.name).map(|pointer| (c, pointer)));
+    if owned.is_none() && credential.is_none() {
         return;
     }
     reply.materialize();
@@ -784,7 +803,7 @@ pub async fn issue(tool: &Tool, grant: &Grant, reply: &mut Reply) {
     if result.get("isError") == Some(&Value::Bool(true)) {
         return;
     }
-    let Some(Value::Object(sc)) = result.get_mut("structuredContent") else {
+    let Some(sc @ Value::Object(_)) = result.get("structuredContent") else {
         return;
     };
     let failed = sc
@@ -794,16 +813,26 @@ pub async fn issue(tool: &Tool, grant: &Grant, reply: &mut Reply) {
             m.iter()
                 .any(|m| m.get("type").and_then(Value::as_str) == Some("error"))
         });
-    let Some(id) = Value::Object(sc.clone())
-        .pointer(pointer)
-        .and_then(Value::as_str)
-        .map(str::to_string)
-    else {
-        return;
-    };
     if failed {
         return;
     }
+    let id_at = |pointer: &str| {
+        sc.pointer(pointer)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    if let Some(id) = owned.and_then(|pointer| id_at(pointer)) {
+        stores()
+            .owners
+            .record(&tool.business.name, &id, &p.id)
+            .await;
+    }
+    let Some((cfg, pointer)) = credential else {
+        return;
+    };
+    let Some(id) = id_at(pointer) else {
+        return;
+    };
     let mut random = [0u8; 16];
     if aws_lc_rs::rand::fill(&mut random).is_err() {
         tracing::error!("no randomness for a booking-scoped credential; none issued");
@@ -836,7 +865,9 @@ pub async fn issue(tool: &Tool, grant: &Grant, reply: &mut Reply) {
     if let Some(jkt) = &p.jkt {
         cred["cnf"] = json!({ "jkt": jkt });
     }
-    sc.insert("booking_scoped_credential".into(), cred);
+    if let Some(Value::Object(sc)) = result.get_mut("structuredContent") {
+        sc.insert("booking_scoped_credential".into(), cred);
+    }
 }
 
 #[cfg(test)]

@@ -49,6 +49,15 @@ pub struct AuthorizationSpec {
     /// Tools only a business principal may call (default: `usp_bookings_confirm`).
     #[serde(default)]
     pub business_only: Option<Vec<String>>,
+    /// Resource URI (or URI template, as written under `resources:`) -> access tier; resources
+    /// without one are `privileged_platform`.
+    #[serde(default)]
+    pub resources: IndexMap<String, String>,
+    /// Tool -> JSON pointer into its `structuredContent` naming the booking (hold, waitlist
+    /// entry) a successful call creates; the caller becomes its owner. Default: the
+    /// `booking_scoped_credential.issue` tools, else `usp_bookings_create: /booking/id`.
+    #[serde(default)]
+    pub creates: Option<IndexMap<String, String>>,
 }
 
 fn yes() -> bool {
@@ -324,6 +333,10 @@ pub struct Policy {
     pub mtls_clients: Vec<MtlsClient>,
     pub tiers: HashMap<String, Tier>,
     pub business_only: Vec<String>,
+    /// Resource URI (template) as written -> tier.
+    pub resource_tiers: HashMap<String, Tier>,
+    /// Tools whose success creates an owned resource -> pointer to its id.
+    pub creates: HashMap<String, String>,
 }
 
 impl fmt::Debug for Policy {
@@ -354,6 +367,23 @@ impl Policy {
             .unwrap_or(Tier::Platform)
     }
 
+    /// The tier of a mapped resource (its URI or URI template as written): the mapping's
+    /// `resources` entry, else privileged (fail closed).
+    pub fn resource_tier(&self, uri: &str) -> Tier {
+        self.resource_tiers
+            .get(uri)
+            .copied()
+            .unwrap_or(Tier::Platform)
+    }
+
+    /// Argument (and URI variable) names that address an owned resource.
+    pub fn resource_args(&self) -> &[String] {
+        match &self.credentials {
+            Some(c) => &c.resource_args,
+            None => default_resource_args(),
+        }
+    }
+
     /// The AuthorizationPolicy object published in the discovery profile.
     pub fn published(&self) -> Value {
         serde_json::json!({
@@ -361,6 +391,12 @@ impl Policy {
             "accepted_mechanisms": self.mechanisms.iter().map(|m| m.name()).collect::<Vec<_>>(),
         })
     }
+}
+
+/// `booking_id`, `entry_id`, `hold_id`: what addresses a booking, waitlist entry or hold.
+fn default_resource_args() -> &'static [String] {
+    static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| vec!["booking_id".into(), "entry_id".into(), "hold_id".into()])
 }
 
 /// `90d`, `12h`, `30m`, `45s`.
@@ -502,22 +538,13 @@ pub fn compile(
             ));
             return None;
         };
-        for (tool, pointer) in &c.issue {
-            if !tools.iter().any(|(t, _)| t == tool) {
-                diags.push(err(
-                    &["booking_scoped_credential", "issue", tool],
-                    format!("`{tool}` is not a tool of this mapping"),
-                    "name a tool under `tools:`",
-                ));
-            }
-            if !pointer.starts_with('/') {
-                diags.push(err(
-                    &["booking_scoped_credential", "issue", tool],
-                    format!("`{pointer}` is not a JSON pointer"),
-                    "point into structuredContent, e.g. `/booking/id`",
-                ));
-            }
-        }
+        check_pointers(
+            &["booking_scoped_credential", "issue"],
+            &c.issue,
+            tools,
+            &err,
+            &mut diags,
+        );
         Some(Credentials {
             issue: c
                 .issue
@@ -538,7 +565,7 @@ pub fn compile(
                 c.scope.clone()
             },
             resource_args: if c.resource_args.is_empty() {
-                vec!["booking_id".into(), "entry_id".into(), "hold_id".into()]
+                default_resource_args().to_vec()
             } else {
                 c.resource_args.clone()
             },
@@ -609,18 +636,19 @@ pub fn compile(
                 .at("authorization.mtls"),
         );
     }
-    let mut tiers = HashMap::new();
-    for (tool, tier) in &spec.tools {
-        match Tier::parse(tier) {
-            Some(t) => {
-                tiers.insert(tool.clone(), t);
-            }
-            None => diags.push(err(
-                &["tools", tool],
-                format!("unknown access tier `{tier}`"),
-                "use public, privileged_platform or privileged_scoped",
-            )),
-        }
+    let tiers = compile_tiers("tools", &spec.tools, &err, &mut diags);
+    let resource_tiers = compile_tiers("resources", &spec.resources, &err, &mut diags);
+    let creates: HashMap<String, String> = match (&spec.creates, &credentials) {
+        (Some(c), _) => c.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        (None, Some(c)) => c.issue.clone(),
+        (None, None) => tools
+            .iter()
+            .filter(|(t, _)| t == "usp_bookings_create")
+            .map(|(t, _)| (t.clone(), "/booking/id".to_string()))
+            .collect(),
+    };
+    if let Some(c) = &spec.creates {
+        check_pointers(&["creates"], c, tools, &err, &mut diags);
     }
     if diags.iter().any(Diagnostic::is_error) {
         return Err(diags);
@@ -629,6 +657,8 @@ pub fn compile(
         tracing::warn!("{d}");
     }
     Ok(Policy {
+        resource_tiers,
+        creates,
         require: spec.privileged_operations_require_authentication,
         mechanisms,
         api_keys,
@@ -643,6 +673,57 @@ pub fn compile(
             .clone()
             .unwrap_or_else(|| vec!["usp_bookings_confirm".into()]),
     })
+}
+
+/// A `name -> tier` map of the section `at` (`tools`, `resources`).
+fn compile_tiers(
+    at: &str,
+    map: &IndexMap<String, String>,
+    err: &dyn Fn(&[&str], String, &str) -> Diagnostic,
+    diags: &mut Vec<Diagnostic>,
+) -> HashMap<String, Tier> {
+    let mut tiers = HashMap::new();
+    for (name, tier) in map {
+        match Tier::parse(tier) {
+            Some(t) => {
+                tiers.insert(name.clone(), t);
+            }
+            None => diags.push(err(
+                &[at, name],
+                format!("unknown access tier `{tier}`"),
+                "use public, privileged_platform or privileged_scoped",
+            )),
+        }
+    }
+    tiers
+}
+
+/// Checks a `tool -> JSON pointer` map (under `at`): each tool is the mapping's, each pointer a
+/// pointer.
+fn check_pointers(
+    at: &[&str],
+    map: &IndexMap<String, String>,
+    tools: &[(String, Option<String>)],
+    err: &dyn Fn(&[&str], String, &str) -> Diagnostic,
+    diags: &mut Vec<Diagnostic>,
+) {
+    for (tool, pointer) in map {
+        let path: Vec<&str> = at.iter().copied().chain([tool.as_str()]).collect();
+        if !tools.iter().any(|(t, _)| t == tool) {
+            diags.push(err(
+                &path,
+                format!("`{tool}` is not a tool of this mapping"),
+                "name a tool under `tools:`",
+            ));
+        }
+        if !pointer.starts_with('/') {
+            diags.push(err(
+                &path,
+                format!("`{pointer}` is not a JSON pointer"),
+                "point into structuredContent, e.g. `/booking/id`",
+            ));
+        }
+    }
 }
 
 fn compile_signatures(

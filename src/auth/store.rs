@@ -1,5 +1,6 @@
 //! The security layer's shared state behind traits: identity bindings (principal <-> profile URI),
-//! the proof `jti` replay cache, issued booking-scoped credentials and proof nonces; bounded
+//! the proof `jti` replay cache, issued booking-scoped credentials, proof nonces and who owns
+//! which booking; bounded
 //! in-memory TTL stores by default. It must never grow without bound or hold a lock across an await.
 //!
 //! The traits return boxed futures so that a shared store (Redis, for several replicas) can
@@ -79,6 +80,29 @@ pub trait NonceStore: Send + Sync {
     fn valid<'a>(&'a self, business: &'a str, nonce: &'a str) -> Fut<'a, bool>;
 }
 
+/// Who owns which booking (or hold, or waitlist entry): the principals whose call created it.
+/// Reads and deliveries about a booking go to its owners only (`auth::access`).
+pub trait OwnerStore: Send + Sync {
+    /// Records `principal` as an owner of `resource`.
+    fn record<'a>(
+        &'a self,
+        business: &'a str,
+        resource: &'a str,
+        principal: &'a str,
+    ) -> Fut<'a, ()>;
+    /// True when `principal` owns `resource`.
+    fn owns<'a>(
+        &'a self,
+        business: &'a str,
+        resource: &'a str,
+        principal: &'a str,
+    ) -> Fut<'a, bool>;
+    /// True when anyone owns `resource`.
+    fn known<'a>(&'a self, business: &'a str, resource: &'a str) -> Fut<'a, bool>;
+    /// The newest resources `principal` owns (at most [`OWNED_LISTED`]), newest first.
+    fn owned<'a>(&'a self, business: &'a str, principal: &'a str) -> Fut<'a, Vec<String>>;
+}
+
 /// The stores every business's policy uses.
 #[derive(Clone)]
 pub struct Stores {
@@ -86,6 +110,7 @@ pub struct Stores {
     pub replay: Arc<dyn ReplayCache>,
     pub credentials: Arc<dyn CredentialStore>,
     pub nonces: Arc<dyn NonceStore>,
+    pub owners: Arc<dyn OwnerStore>,
 }
 
 /// Replay window of proofs (USP §10.1.6: `iat` within ±60 s; `jti` kept at least twice that).
@@ -94,6 +119,12 @@ pub const JTI_TTL: Duration = Duration::from_secs(300);
 pub const NONCE_TTL: Duration = Duration::from_secs(300);
 /// Most credentials remembered (oldest evicted first; each also expires on its own).
 const MAX_CREDENTIALS: u64 = 1_000_000;
+/// How long an ownership record outlives its last use (as identity bindings).
+pub const OWNER_IDLE: Duration = Duration::from_secs(90 * 24 * 3600);
+/// Most resources listed per owner (the newest); older ones stay readable.
+pub const OWNED_LISTED: usize = 100;
+/// Most owners remembered per resource (a booking has one creator; grants add few).
+const OWNERS_PER_RESOURCE: usize = 16;
 
 static STORES: OnceLock<Stores> = OnceLock::new();
 
@@ -134,6 +165,16 @@ impl Stores {
                     .time_to_live(NONCE_TTL)
                     .build(),
             )),
+            owners: Arc::new(MemoryOwners {
+                by_resource: moka::sync::Cache::builder()
+                    .max_capacity(1_000_000)
+                    .time_to_idle(OWNER_IDLE)
+                    .build(),
+                by_principal: moka::sync::Cache::builder()
+                    .max_capacity(1_000_000)
+                    .time_to_idle(OWNER_IDLE)
+                    .build(),
+            }),
         }
     }
 }
@@ -210,6 +251,74 @@ impl NonceStore for MemoryNonces {
     }
 }
 
+type Shared<T> = Arc<std::sync::Mutex<T>>;
+
+struct MemoryOwners {
+    /// `business\0resource` -> its owners.
+    by_resource: moka::sync::Cache<String, Shared<Vec<String>>>,
+    /// `business\0principal` -> what it owns, newest first.
+    by_principal: moka::sync::Cache<String, Shared<std::collections::VecDeque<String>>>,
+}
+
+impl OwnerStore for MemoryOwners {
+    fn record<'a>(
+        &'a self,
+        business: &'a str,
+        resource: &'a str,
+        principal: &'a str,
+    ) -> Fut<'a, ()> {
+        let owners = self
+            .by_resource
+            .get_with(format!("{business}\u{0}{resource}"), Default::default);
+        if let Ok(mut o) = owners.lock()
+            && !o.iter().any(|p| p == principal)
+        {
+            if o.len() >= OWNERS_PER_RESOURCE {
+                o.remove(0);
+            }
+            o.push(principal.to_string());
+        }
+        let owned = self
+            .by_principal
+            .get_with(format!("{business}\u{0}{principal}"), Default::default);
+        if let Ok(mut o) = owned.lock() {
+            o.retain(|r| r != resource);
+            o.push_front(resource.to_string());
+            o.truncate(OWNED_LISTED);
+        }
+        Box::pin(async {})
+    }
+
+    fn owns<'a>(
+        &'a self,
+        business: &'a str,
+        resource: &'a str,
+        principal: &'a str,
+    ) -> Fut<'a, bool> {
+        let yes = self
+            .by_resource
+            .get(&format!("{business}\u{0}{resource}"))
+            .is_some_and(|o| o.lock().is_ok_and(|o| o.iter().any(|p| p == principal)));
+        Box::pin(async move { yes })
+    }
+
+    fn known<'a>(&'a self, business: &'a str, resource: &'a str) -> Fut<'a, bool> {
+        let yes = self
+            .by_resource
+            .contains_key(&format!("{business}\u{0}{resource}"));
+        Box::pin(async move { yes })
+    }
+
+    fn owned<'a>(&'a self, business: &'a str, principal: &'a str) -> Fut<'a, Vec<String>> {
+        let list = self
+            .by_principal
+            .get(&format!("{business}\u{0}{principal}"))
+            .and_then(|o| o.lock().ok().map(|o| o.iter().cloned().collect()))
+            .unwrap_or_default();
+        Box::pin(async move { list })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -240,5 +349,20 @@ mod tests {
         let n = s.nonces.issue("b").await;
         assert!(s.nonces.valid("b", &n).await);
         assert!(!s.nonces.valid("c", &n).await);
+    }
+
+    #[tokio::test]
+    async fn owners_are_per_business_and_listed_newest_first() {
+        let s = Stores::memory();
+        assert!(!s.owners.known("b", "B-1").await);
+        s.owners.record("b", "B-1", "api_key:a").await;
+        s.owners.record("b", "B-2", "api_key:a").await;
+        s.owners.record("b", "B-1", "api_key:a").await;
+        assert!(s.owners.known("b", "B-1").await);
+        assert!(s.owners.owns("b", "B-1", "api_key:a").await);
+        assert!(!s.owners.owns("b", "B-1", "api_key:b").await);
+        assert!(!s.owners.owns("other", "B-1", "api_key:a").await);
+        assert_eq!(s.owners.owned("b", "api_key:a").await, ["B-1", "B-2"]);
+        assert!(s.owners.owned("b", "api_key:b").await.is_empty());
     }
 }

@@ -99,6 +99,8 @@ pub struct Tool {
     pub access: Option<String>,
     /// Metric handles, resolved on the first call.
     pub metrics: crate::ops::metrics::ToolMetrics,
+    /// The tool's own circuit breaker on its backend (`upstream::resilience`).
+    pub breaker: crate::upstream::resilience::Breaker,
     /// How a success body becomes `content[]` (`None`: JSON -> structuredContent + text).
     pub content: Option<ContentRule>,
     /// Questions for the MCP client before the backend call (`ask:`).
@@ -1496,6 +1498,7 @@ fn compile_tool(
     let envelope = business.binding.success_envelope(ts.capability.as_deref());
     Some(Tool {
         name: name.to_string(),
+        breaker: business.backend.resilience.route(name),
         business: business.clone(),
         descriptor: descriptor?,
         input_validator: input_validator?,

@@ -163,7 +163,8 @@ pub struct BackendSpec {
     /// Retries of safe (GET/HEAD/OPTIONS) or keyed calls; default: none.
     #[serde(default)]
     pub retries: Option<BackendRetrySpec>,
-    /// Circuit breaker; default: opens after 5 consecutive failures, for 30s.
+    /// Circuit breaker per route (tool or resource); default: opens a route for 30s when half
+    /// of at least 20 calls within 30s failed.
     #[serde(default)]
     pub breaker: Option<BreakerSpec>,
     /// Most calls in flight to this backend; more are shed. Default 1024; 0 = no limit.
@@ -192,11 +193,23 @@ pub struct BackendRetrySpec {
     pub max_backoff: Option<String>,
 }
 
-/// `backend.breaker`: when calls to a failing backend are refused without trying.
+/// `backend.breaker`: when calls to a failing route (a tool, or a resource) of the backend are
+/// refused without trying.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BreakerSpec {
-    /// Consecutive failures that open the breaker (default 5; 0 turns the breaker off).
+    /// Share of failed calls within `window` that opens a route (above 0, at most 1; default
+    /// 0.5).
+    #[serde(default)]
+    pub failure_ratio: Option<f64>,
+    /// Fewest calls within `window` before the ratio is judged (default 20).
+    #[serde(default)]
+    pub min_calls: Option<u32>,
+    /// Length of the sliding window (default `30s`).
+    #[serde(default)]
+    pub window: Option<String>,
+    /// Shorthand: `failures: N` opens a route after N failed calls and no success within the
+    /// window (`min_calls: N, failure_ratio: 1`); 0 turns the breaker off.
     #[serde(default)]
     pub failures: Option<u32>,
     /// How long it stays open before one trial call is let through (default `30s`).

@@ -26,6 +26,8 @@ pub struct Resource {
     pub mime_type: Option<String>,
     /// The `resources/list` or `resources/templates/list` entry.
     pub descriptor: Value,
+    /// The resource's own circuit breaker on its backend (`upstream::resilience`).
+    pub breaker: crate::upstream::resilience::Breaker,
 }
 
 /// One declared prompt argument.
@@ -168,6 +170,7 @@ pub fn resources(
             business: business.clone(),
             mime_type: rs.mime_type.clone(),
             descriptor: Value::Object(d),
+            breaker: business.backend.resilience.route(uri),
         });
     }
     out

@@ -219,7 +219,7 @@ pub async fn start(port: u16) -> Result<Demo, String> {
     start_with(port, false).await
 }
 
-/// As `start`; with `fixtures`, also the conformance fixture backend on `port + 2`, served
+/// As `start`; with `fixtures`, also the conformance fixture backend on `port + 4`, served
 /// through `mappings/conformance.yaml`.
 pub async fn start_with(port: u16, fixtures: bool) -> Result<Demo, String> {
     start_opts(port, fixtures, false).await
@@ -237,7 +237,8 @@ pub async fn start_opts(port: u16, fixtures: bool, secure: bool) -> Result<Demo,
     };
     let backend_port = next(1)?;
     let fixtures = if fixtures {
-        let fixture_port = next(2)?;
+        // port + 2 is the admin listener and port + 3 the facade.
+        let fixture_port = next(4)?;
         Some(
             fixtures::spawn(SocketAddr::from((Ipv4Addr::LOCALHOST, fixture_port)))
                 .await

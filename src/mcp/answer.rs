@@ -50,3 +50,19 @@ impl Answer {
         }
     }
 }
+
+impl From<crate::binding::Reply> for Answer {
+    fn from(r: crate::binding::Reply) -> Answer {
+        use crate::binding::Reply;
+        match r {
+            Reply::Result(v) => Answer::Result(v),
+            Reply::Written(w) => Answer::Written(w),
+            Reply::Error(e) => Answer::Error {
+                code: e.code,
+                message: e.message,
+                data: e.data,
+                http_status: e.http_status,
+            },
+        }
+    }
+}

@@ -100,6 +100,7 @@ fn catalog_error(modern: bool, e: CatalogError) -> Answer {
         CatalogError::ResourceNotFound(uri) => resource_not_found(modern, &uri),
         CatalogError::InvalidParams(m) => Answer::error(INVALID_PARAMS, m),
         CatalogError::Failed(m) => Answer::error(INTERNAL_ERROR, m),
+        CatalogError::Refused(e) => Reply::Error(e).into(),
         CatalogError::Problem {
             title,
             problem,
@@ -189,15 +190,15 @@ fn modern_written(info: &ServerInfo, mut w: crate::binding::Written) -> crate::b
     w
 }
 
-/// autonym resources depend on the caller's grant: their lists are `cacheScope: "private"`.
+/// autonym resources depend on the caller's grant, and so do the resources of a business with
+/// an authorization policy (`auth::access`): their lists are `cacheScope: "private"`.
 fn grant_dependent(gateway: &Gateway, answer: Answer) -> Answer {
     match answer {
         Answer::Result(mut r)
             if r.get("cacheScope").is_some()
-                && gateway
-                    .resources
-                    .iter()
-                    .any(|res| res.business.binding.kind == Kind::Autonym) =>
+                && gateway.resources.iter().any(|res| {
+                    res.business.binding.kind == Kind::Autonym || res.business.auth.is_some()
+                }) =>
         {
             r["cacheScope"] = json!("private");
             Answer::Result(r)
@@ -314,16 +315,18 @@ pub async fn handle_with(
             }
         }
         "resources/list" => {
-            let gateway = core.gateway.load();
-            let list = catalog::list_resources(&gateway, !modern);
+            let gateway = core.gateway.load_full();
+            let audience = crate::auth::access::Audience::current(&gateway).await;
+            let list = catalog::list_resources(&gateway, !modern, audience.as_ref());
             grant_dependent(
                 &gateway,
                 finish(Answer::Result(json!({ "resources": list })), true),
             )
         }
         "resources/templates/list" => {
-            let gateway = core.gateway.load();
-            let list = catalog::list_templates(&gateway, !modern);
+            let gateway = core.gateway.load_full();
+            let audience = crate::auth::access::Audience::current(&gateway).await;
+            let list = catalog::list_templates(&gateway, !modern, audience.as_ref());
             let r = finish(Answer::Result(json!({ "resourceTemplates": list })), true);
             grant_dependent(&gateway, r)
         }
@@ -360,15 +363,18 @@ pub async fn handle_with(
             let Some(uri) = param_str(&params, "uri") else {
                 return Answer::error(INVALID_PARAMS, format!("{method} needs a string `uri`"));
             };
-            // Accepted for mapped resources; a REST backend announces no changes, so no
-            // `notifications/resources/updated` is ever sent.
-            if catalog::find(&core.gateway.load(), uri)
-                .is_some_and(|(r, _)| catalog::legacy_visible(r))
-            {
-                Answer::Result(json!({}))
-            } else {
-                resource_not_found(false, uri)
+            // Accepted for mapped resources the caller may read; a REST backend announces no
+            // changes, so no `notifications/resources/updated` is ever sent.
+            let gateway = core.gateway.load_full();
+            if !catalog::find(&gateway, uri).is_some_and(|(r, _)| catalog::legacy_visible(r)) {
+                return resource_not_found(false, uri);
             }
+            if method == "resources/subscribe"
+                && let Err(e) = catalog::may_read(&gateway, uri).await
+            {
+                return catalog_error(false, e);
+            }
+            Answer::Result(json!({}))
         }
         "prompts/get" => {
             let Some(name) = param_str(&params, "name") else {
@@ -403,10 +409,14 @@ pub async fn handle_with(
                 Err(e) => catalog_error(modern, e),
             }
         }
-        "completion/complete" => match catalog::complete(&core.gateway.load(), params.as_ref()) {
-            Ok(r) => finish(Answer::Result(r), false),
-            Err(e) => catalog_error(modern, e),
-        },
+        "completion/complete" => {
+            let gateway = core.gateway.load_full();
+            let audience = crate::auth::access::Audience::current(&gateway).await;
+            match catalog::complete(&gateway, params.as_ref(), audience.as_ref()) {
+                Ok(r) => finish(Answer::Result(r), false),
+                Err(e) => catalog_error(modern, e),
+            }
+        }
         "logging/setLevel" if !modern => {
             const LEVELS: [&str; 8] = super::notify::LEVELS;
             // The transport stores the level on the session once this succeeds.

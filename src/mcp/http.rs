@@ -4,11 +4,11 @@
 
 use super::handler::{self, Answer, Core, Era};
 use super::jsonrpc::{
-    self, HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Message,
-    UNSUPPORTED_VERSION,
+    self, HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
+    Message, UNSUPPORTED_VERSION,
 };
 use super::notify;
-use super::session::Sessions;
+use super::session::{Session, Sessions};
 use super::{LEGACY_VERSIONS, MODERN_VERSIONS};
 use base64::Engine;
 use bytes::Bytes;
@@ -27,6 +27,48 @@ use tokio::sync::mpsc;
 /// Response body type of the MCP endpoint.
 pub type Body = BoxBody<Bytes, Infallible>;
 
+/// Default cap of 2025-era sessions per replica.
+pub const DEFAULT_MAX_SESSIONS: u64 = 10_000;
+/// Default idle time after which a session ends.
+pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
+/// Default new sessions per second per client address...
+pub const DEFAULT_SESSION_RATE: f64 = 10.0;
+/// ...and the burst allowed above that rate.
+pub const DEFAULT_SESSION_BURST: f64 = 100.0;
+
+/// The address a request's connection comes from (a request extension set by [`serve`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientAddr(pub std::net::IpAddr);
+
+impl ClientAddr {
+    /// The key of its per-address limits: the IPv4 address, or the IPv6 /64 (one client
+    /// usually holds a whole /64).
+    fn bucket(self) -> String {
+        match self.0 {
+            std::net::IpAddr::V4(v4) => v4.to_string(),
+            std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => v4.to_string(),
+                None => {
+                    let s = v6.segments();
+                    format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+                }
+            },
+        }
+    }
+}
+
+/// Why a request's `Mcp-Session-Id` names no session this replica can serve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lookup {
+    /// Never made, ended (DELETE on any replica) or expired: 404.
+    NotFound,
+    /// The shared state cannot say (Redis unreachable) and this replica does not hold it: 503.
+    Unavailable,
+    /// It exists, but this replica is full of busy sessions and cannot take it in: 503 with
+    /// the seconds to wait.
+    Full(u64),
+}
+
 /// Transport limits and checks.
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
@@ -38,8 +80,13 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     pub max_body_bytes: usize,
     pub max_depth: usize,
+    /// Most 2025-era sessions held at once; `initialize` past it is refused with 503.
     pub max_sessions: u64,
+    /// A session unused (no request, no open GET stream, no call in flight) this long ends.
     pub session_idle: Duration,
+    /// New sessions per client address: a token bucket (`None`: no limit); past it,
+    /// `initialize` is refused with 429.
+    pub session_rate: Option<crate::auth::limit::Shape>,
     pub keep_alive: Duration,
     /// How long in-flight requests may run after shutdown starts.
     pub shutdown_timeout: Duration,
@@ -67,8 +114,12 @@ impl Default for HttpOptions {
             allowed_origins: Vec::new(),
             max_body_bytes: 1 << 20,
             max_depth: 64,
-            max_sessions: 10_000,
-            session_idle: Duration::from_secs(30 * 60),
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            session_idle: DEFAULT_SESSION_IDLE,
+            session_rate: Some(crate::auth::limit::Shape {
+                refill: DEFAULT_SESSION_RATE,
+                burst: DEFAULT_SESSION_BURST,
+            }),
             keep_alive: Duration::from_secs(15),
             shutdown_timeout: Duration::from_secs(10),
             webhook_key: None,
@@ -93,6 +144,8 @@ pub struct Server {
     reader: Option<tokio::task::AbortHandle>,
     /// The sweeper that takes over deliveries of stopped replicas (with `--state`).
     sweeper: Option<tokio::task::AbortHandle>,
+    /// The task that ends idle sessions.
+    expiry: Option<tokio::task::AbortHandle>,
     /// True once the hub holds the shared stream's recent events (at once without `--state`).
     loaded: tokio::sync::watch::Receiver<bool>,
 }
@@ -138,14 +191,20 @@ impl Server {
             }
             _ => None,
         };
+        let webhooks = Arc::new(webhooks);
+        let expiry = tokio::runtime::Handle::try_current().ok().map(|rt| {
+            rt.spawn(expire_sessions(sessions.clone(), webhooks.clone()))
+                .abort_handle()
+        });
         Ok(Arc::new(Server {
             core,
             opts,
             sessions,
             closing: tokio::sync::watch::Sender::new(false),
-            webhooks: Arc::new(webhooks),
+            webhooks,
             reader,
             sweeper,
+            expiry,
             loaded,
         }))
     }
@@ -158,29 +217,121 @@ impl Server {
     }
 
     /// Session `sid`: this replica's, or (with shared state) one that another replica created.
-    async fn find_session(&self, sid: &str) -> Option<Arc<crate::mcp::session::Session>> {
-        if let Some(s) = self.sessions.get(sid) {
-            return Some(s);
-        }
-        let state = crate::state::shared()?;
+    /// With shared state, the record in Redis decides: one read per request (so a session
+    /// ended on another replica is refused here at once), and a renewal of its lifetime at most
+    /// once per [`renewal_period`] (so use on this replica keeps it alive everywhere).
+    async fn find_session(&self, sid: &str) -> Result<Arc<Session>, Lookup> {
+        let local = self.sessions.get(sid);
+        let Some(state) = crate::state::shared() else {
+            return local.ok_or(Lookup::NotFound);
+        };
         // Ids portico makes are 32 hex digits; anything else is no session of ours.
         if sid.len() > 64 || !sid.bytes().all(|b| b.is_ascii_alphanumeric()) {
-            return None;
+            return Err(Lookup::NotFound);
         }
-        match crate::state::sessions::find(state, sid, self.opts.session_idle).await {
-            Ok(Some(version)) => Some(self.sessions.adopt(sid, &version)),
-            Ok(None) => None,
+        let idle = self.opts.session_idle;
+        let renew = match &local {
+            Some(s) => s.renewal_due(renewal_period(idle)),
+            None => true,
+        };
+        match crate::state::sessions::find(state, sid, renew.then_some(idle)).await {
+            Ok(Some(version)) => match local {
+                Some(s) => Ok(s),
+                None => self.sessions.adopt(sid, &version).map_err(|full| {
+                    tracing::warn!(error = %full, "cannot take in a session of another replica");
+                    Lookup::Full(full.retry_after_s)
+                }),
+            },
+            Ok(None) => {
+                // Ended on another replica (or expired there): end this replica's copy too.
+                if local.is_some() && self.sessions.remove(sid) {
+                    self.webhooks.hub.end_session(sid);
+                }
+                Err(Lookup::NotFound)
+            }
             Err(e) => {
+                // Redis cannot say; a session this replica holds is served (it cannot have
+                // been ended elsewhere without Redis), another one cannot be vouched for.
                 tracing::warn!(error = %e, "cannot look the session up in the shared state");
-                None
+                local.ok_or(Lookup::Unavailable)
             }
         }
     }
 }
 
+/// How often a replica using a session renews its shared record: a quarter of the idle time
+/// (at least 250 ms), so the record outlives the use by at least three quarters of it.
+fn renewal_period(idle: Duration) -> Duration {
+    (idle / 4).max(Duration::from_millis(250))
+}
+
+/// Ends idle sessions (a quarter of the idle time after they expire at the latest), and their
+/// resource subscriptions with them; with shared state, renews the records of sessions with a
+/// call in flight (an open GET stream renews its own).
+async fn expire_sessions(sessions: Sessions, webhooks: Arc<crate::webhook::ingress::Ingress>) {
+    let idle = sessions.idle();
+    let every = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        for sid in sessions.sweep() {
+            webhooks.hub.end_session(&sid);
+        }
+        let Some(state) = crate::state::shared() else {
+            continue;
+        };
+        for sid in sessions.busy_renewals(renewal_period(idle)) {
+            if let Err(e) = crate::state::sessions::find(state, &sid, Some(idle)).await {
+                tracing::warn!(error = %e, "cannot renew a busy session in the shared state");
+            }
+        }
+    }
+}
+
+/// The JSON-RPC error for a session lookup that found none.
+fn no_session(id: &Value, why: Lookup) -> Response<Body> {
+    match why {
+        Lookup::NotFound => rpc_error(
+            StatusCode::NOT_FOUND,
+            id,
+            INVALID_REQUEST,
+            "Session not found",
+            None,
+        ),
+        Lookup::Unavailable => unavailable(
+            id,
+            1,
+            "the session cannot be checked now (shared state unreachable); try again shortly",
+        ),
+        Lookup::Full(retry_after_s) => unavailable(
+            id,
+            retry_after_s,
+            "this replica holds its maximum of busy sessions; try again shortly",
+        ),
+    }
+}
+
+/// 503 with `Retry-After` and a JSON-RPC error.
+fn unavailable(id: &Value, retry_after_s: u64, message: &str) -> Response<Body> {
+    let mut r = rpc_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        id,
+        INTERNAL_ERROR,
+        message,
+        Some(json!({"retry_after": retry_after_s})),
+    );
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_s));
+    r
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
-        for task in [&self.reader, &self.sweeper].into_iter().flatten() {
+        for task in [&self.reader, &self.sweeper, &self.expiry]
+            .into_iter()
+            .flatten()
+        {
             task.abort();
         }
     }
@@ -531,14 +682,9 @@ impl Server {
                 None,
             );
         }
-        let Some(session) = self.find_session(&sid).await else {
-            return rpc_error(
-                StatusCode::NOT_FOUND,
-                &Value::Null,
-                INVALID_REQUEST,
-                "Session not found",
-                None,
-            );
+        let session = match self.find_session(&sid).await {
+            Ok(s) => s,
+            Err(why) => return no_session(&Value::Null, why),
         };
         let (tx, rx) = mpsc::channel::<Bytes>(256);
         session.attach_stream(tx);
@@ -548,12 +694,61 @@ impl Server {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok());
         let filter = crate::webhook::hub::Filter::from_query(req.uri().query());
+        // Events reach this stream only as far as its own credentials allow (`auth::access`).
+        let creds = crate::auth::transport::HttpCredentials::from_request(&req, false);
+        let gate = self.stream_gate(&creds).await;
         self.events_loaded().await;
-        let events = self.webhooks.hub.listen(&sid, filter, last_event_id);
-        self.stream_response(futures_util::stream::select(
-            tokio_stream_receiver(rx),
-            events,
-        ))
+        let events = self.webhooks.hub.listen(&sid, filter, last_event_id, gate);
+        // The stream ends with its session: DELETE or expiry here, or its shared record gone
+        // because another replica ended it (checked once per keep-alive or renewal period,
+        // whichever is shorter; the open stream renews the record).
+        let idle = self.opts.session_idle;
+        let ended = EndsWith(tokio::spawn(session_gone(
+            session,
+            self.opts.keep_alive,
+            idle,
+        )));
+        self.stream_response(
+            futures_util::stream::select(tokio_stream_receiver(rx), events).take_until(ended),
+        )
+    }
+
+    /// The delivery gate of a stream opened with `creds` (`None`: no business has a policy).
+    async fn stream_gate(
+        &self,
+        creds: &crate::auth::transport::HttpCredentials,
+    ) -> Option<Arc<dyn crate::webhook::hub::Gate>> {
+        let core = self.core.clone();
+        let gate = crate::auth::access::StreamGate::open(move || core.gateway.load_full(), creds);
+        gate.await.map(|g| g as Arc<dyn crate::webhook::hub::Gate>)
+    }
+
+    /// A `resources/list` answer that also names the booking resources the caller owns
+    /// (`webhook::edge::owned_resources`); such a list is the caller's own (`private`).
+    async fn with_owned(&self, answer: Answer) -> Answer {
+        let Answer::Result(mut r) = answer else {
+            return answer;
+        };
+        let gateway = self.core.gateway.load_full();
+        if !gateway
+            .businesses
+            .iter()
+            .any(|b| b.webhooks.is_some() && b.auth.is_some())
+        {
+            return Answer::Result(r);
+        }
+        let Some(audience) = crate::auth::access::Audience::current(&gateway).await else {
+            return Answer::Result(r);
+        };
+        let owned = crate::webhook::edge::owned_resources(&self.webhooks, &gateway, &audience);
+        let owned = owned.await;
+        if let (false, Some(Value::Array(list))) = (owned.is_empty(), r.get_mut("resources")) {
+            list.extend(owned);
+            if r.get("cacheScope").is_some() {
+                r["cacheScope"] = json!("private");
+            }
+        }
+        Answer::Result(r)
     }
 
     /// A long-lived SSE response: `source` plus keep-alive comments, ended by shutdown.
@@ -565,10 +760,17 @@ impl Server {
         let ticks = tokio_stream_interval(keep_alive);
         let open = crate::ops::metrics::SseClient::open();
         let mut closing = self.closing.subscribe();
+        // The response ends when `source` does (a `None` after its last frame), not only at
+        // shutdown: the keep-alive ticks alone would hold it open.
+        let source = source
+            .map(Some)
+            .chain(futures_util::stream::once(std::future::ready(None)));
         let frames = futures_util::stream::select(
             source,
-            ticks.map(|_| Bytes::from_static(b": keep-alive\n\n")),
+            ticks.map(|_| Some(Bytes::from_static(b": keep-alive\n\n"))),
         )
+        .take_while(|frame| std::future::ready(frame.is_some()))
+        .filter_map(std::future::ready)
         .take_until(async move {
             let _ = closing.wait_for(|c| *c).await;
         })
@@ -588,13 +790,22 @@ impl Server {
                 .insert(header::ALLOW, HeaderValue::from_static("POST"));
             return r;
         };
-        let mut ended = self.sessions.remove(&sid);
+        // The shared record first: a session ended here but not there would live on elsewhere.
+        let mut ended = false;
         if let Some(state) = crate::state::shared() {
             match crate::state::sessions::forget(state, &sid).await {
-                Ok(found) => ended |= found,
-                Err(e) => tracing::warn!(error = %e, "cannot end the session in the shared state"),
+                Ok(found) => ended = found,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot end the session in the shared state");
+                    return unavailable(
+                        &Value::Null,
+                        1,
+                        "the session cannot be ended now (shared state unreachable); try again shortly",
+                    );
+                }
             }
         }
+        ended |= self.sessions.remove(&sid);
         if ended {
             self.webhooks.hub.end_session(&sid);
             empty(StatusCode::OK)
@@ -728,7 +939,7 @@ impl Server {
         if modern {
             self.post_modern(headers, msg, json_ok, sse_ok).await
         } else {
-            self.post_legacy(headers, msg, session_hdr, version_hdr, json_ok, sse_ok)
+            self.post_legacy(&parts, msg, session_hdr, version_hdr, json_ok, sse_ok)
                 .await
         }
     }
@@ -751,7 +962,7 @@ impl Server {
             )
         };
         let session = match Self::session_id(headers) {
-            Some(sid) => self.find_session(&sid).await,
+            Some(sid) => self.find_session(&sid).await.ok(),
             None => None,
         };
         let Some(session) = session.filter(|s| s.version == "2025-03-26") else {
@@ -866,9 +1077,56 @@ impl Server {
         r
     }
 
+    /// A new session for `initialize` (request `id`) from `client`, stored (in this replica's
+    /// table and, with shared state, in Redis) before its id is handed out; or the refusal:
+    /// 429 past the client address's creation rate, 503 when the table is full or the shared
+    /// state cannot record it.
+    async fn new_session(
+        &self,
+        id: &Value,
+        client: Option<ClientAddr>,
+        version: &str,
+    ) -> Result<Arc<Session>, Response<Body>> {
+        if let (Some(shape), Some(client)) = (self.opts.session_rate, client)
+            && let Err(wait) = crate::auth::limit::take_keyed("session", &client.bucket(), shape)
+        {
+            crate::ops::metrics::session_refused("rate_limited");
+            let mut r = rpc_error(
+                StatusCode::TOO_MANY_REQUESTS,
+                id,
+                INTERNAL_ERROR,
+                "too many new sessions from this address; try again later",
+                Some(json!({"retry_after": wait})),
+            );
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(wait));
+            return Err(r);
+        }
+        let session = self.sessions.create(version).map_err(|full| {
+            crate::ops::metrics::session_refused("full");
+            unavailable(id, full.retry_after_s, &full.to_string())
+        })?;
+        if let Some(state) = crate::state::shared()
+            && let Err(e) =
+                crate::state::sessions::record(state, &session.id, version, self.opts.session_idle)
+                    .await
+        {
+            // Another replica would not know it, and this one would refuse it once Redis answers.
+            tracing::warn!(error = %e, "cannot record the session in the shared state");
+            self.sessions.remove(&session.id);
+            crate::ops::metrics::session_refused("state_unavailable");
+            return Err(unavailable(
+                id,
+                1,
+                "no session can be made now (shared state unreachable); try again shortly",
+            ));
+        }
+        Ok(session)
+    }
+
     async fn post_legacy(
         &self,
-        headers: &HeaderMap,
+        parts: &http::request::Parts,
         msg: Message,
         session_hdr: Option<String>,
         version_hdr: Option<String>,
@@ -883,23 +1141,15 @@ impl Server {
                 .and_then(|p| p.get("protocolVersion"))
                 .and_then(Value::as_str);
             let version = handler::negotiate(requested);
-            let session = self.sessions.create(version);
+            let client = parts.extensions.get::<ClientAddr>().copied();
+            let session = match self.new_session(id, client, version).await {
+                Ok(s) => s,
+                Err(refused) => return refused,
+            };
             let caps = params.as_ref().and_then(|p| p.get("capabilities"));
             session
                 .asks
                 .set_capabilities(caps.cloned().unwrap_or_else(|| json!({})));
-            if let Some(state) = crate::state::shared()
-                && let Err(e) = crate::state::sessions::record(
-                    state,
-                    &session.id,
-                    version,
-                    self.opts.session_idle,
-                )
-                .await
-            {
-                // The session still works here; only a move to another replica would lose it.
-                tracing::warn!(error = %e, "cannot record the session in the shared state");
-            }
             let result = handler::initialize_result(&self.core.info, version);
             return self.reply(
                 id,
@@ -922,14 +1172,9 @@ impl Server {
                 None,
             );
         };
-        let Some(session) = self.find_session(&sid).await else {
-            return rpc_error(
-                StatusCode::NOT_FOUND,
-                &id,
-                INVALID_REQUEST,
-                "Session not found",
-                None,
-            );
+        let session = match self.find_session(&sid).await {
+            Ok(s) => s,
+            Err(why) => return no_session(&id, why),
         };
         if let Some(v) = &version_hdr
             && !LEGACY_VERSIONS.contains(&v.as_str())
@@ -945,7 +1190,6 @@ impl Server {
                 None,
             );
         }
-        let _ = headers;
         match msg {
             Message::Notification { method, params } if method == "notifications/cancelled" => {
                 // A finished or unknown request is ignored: the cancellation raced the answer.
@@ -970,16 +1214,18 @@ impl Server {
                 if method.starts_with("resources/") {
                     self.events_loaded().await;
                 }
-                if method.starts_with("resources/")
-                    && let Some(answer) = crate::webhook::edge::intercept(
+                if method.starts_with("resources/") {
+                    let gateway = self.core.gateway.load_full();
+                    let intercepted = crate::webhook::edge::intercept(
                         &self.webhooks,
-                        &self.core.gateway.load(),
+                        &gateway,
                         &session.id,
                         &method,
                         params.as_ref(),
-                    )
-                {
-                    return self.reply(&id, answer, json_ok, sse_ok, None);
+                    );
+                    if let Some(answer) = intercepted.await {
+                        return self.reply(&id, answer, json_ok, sse_ok, None);
+                    }
                 }
                 let era = Era::Legacy(session.version.clone());
                 if method == "tools/call" {
@@ -1020,7 +1266,10 @@ impl Server {
                         .observed_call(id, era, params, call, json_ok, sse_ok)
                         .await;
                 }
-                let answer = handler::handle(&self.core, &era, &method, params.clone()).await;
+                let mut answer = handler::handle(&self.core, &era, &method, params.clone()).await;
+                if method == "resources/list" {
+                    answer = self.with_owned(answer).await;
+                }
                 if method == "logging/setLevel"
                     && matches!(answer, Answer::Result(_))
                     && let Some(l) = params
@@ -1167,31 +1416,36 @@ impl Server {
         if method == "resources/read" {
             self.events_loaded().await;
         }
-        if method == "resources/read"
-            && let Some(Answer::Result(mut r)) = crate::webhook::edge::intercept(
+        if method == "resources/read" {
+            let gateway = self.core.gateway.load_full();
+            let intercepted = crate::webhook::edge::intercept(
                 &self.webhooks,
-                &self.core.gateway.load(),
+                &gateway,
                 "",
                 &method,
                 params.as_ref(),
-            )
-        {
-            // Booking resources fed by webhooks: event data, never cached.
-            r["resultType"] = json!("complete");
-            r["ttlMs"] = json!(0);
-            r["cacheScope"] = json!("private");
-            r["_meta"] = json!({"io.modelcontextprotocol/serverInfo": {
-                "name": self.core.info.name, "version": self.core.info.version}});
-            return self.reply(&id, Answer::Result(r), json_ok, sse_ok, None);
+            );
+            match intercepted.await {
+                Some(Answer::Result(mut r)) => {
+                    // Booking resources fed by webhooks: event data, never cached.
+                    r["resultType"] = json!("complete");
+                    r["ttlMs"] = json!(0);
+                    r["cacheScope"] = json!("private");
+                    r["_meta"] = json!({"io.modelcontextprotocol/serverInfo": {
+                        "name": self.core.info.name, "version": self.core.info.version}});
+                    return self.reply(&id, Answer::Result(r), json_ok, sse_ok, None);
+                }
+                Some(refused) => return self.reply(&id, refused, json_ok, sse_ok, None),
+                None => {}
+            }
         }
         if method == "subscriptions/listen" {
-            let gateway = self.core.gateway.load();
-            return match crate::webhook::edge::listen(
-                &self.webhooks,
-                &gateway,
-                &id,
-                params.as_ref(),
-            ) {
+            let gateway = self.core.gateway.load_full();
+            let creds = crate::auth::transport::current().unwrap_or_default();
+            let gate = self.stream_gate(&creds).await;
+            let listened =
+                crate::webhook::edge::listen(&self.webhooks, &gateway, &id, params.as_ref(), gate);
+            return match listened.await {
                 Ok(frames) if sse_ok => self.stream_response(frames),
                 Ok(_) => rpc_error(
                     StatusCode::NOT_ACCEPTABLE,
@@ -1218,7 +1472,10 @@ impl Server {
                 .observed_call(id, era, params, call, json_ok, sse_ok)
                 .await;
         }
-        let answer = handler::handle(&self.core, &era, &method, params).await;
+        let mut answer = handler::handle(&self.core, &era, &method, params).await;
+        if method == "resources/list" {
+            answer = self.with_owned(answer).await;
+        }
         if let Answer::Error {
             code: METHOD_NOT_FOUND,
             message,
@@ -1443,6 +1700,50 @@ fn decode_header_value(v: &str) -> Option<String> {
     }
 }
 
+/// Resolves when `session` (with an open GET stream) ends: at once on this replica (DELETE,
+/// expiry), or, with shared state, at the first check that finds its record gone. The checks
+/// (one read per `keep_alive` or renewal period, whichever is shorter) renew the record when
+/// due: an open stream keeps its session alive on every replica.
+async fn session_gone(session: Arc<Session>, keep_alive: Duration, idle: Duration) {
+    let Some(state) = crate::state::shared() else {
+        return session.ended().await;
+    };
+    let every = keep_alive.min(renewal_period(idle));
+    let checks = async {
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        loop {
+            tick.tick().await;
+            let renew = session.renewal_due(renewal_period(idle)).then_some(idle);
+            if let Ok(None) = crate::state::sessions::find(state, &session.id, renew).await {
+                return;
+            }
+        }
+    };
+    tokio::select! {
+        _ = session.ended() => {}
+        _ = checks => {}
+    }
+}
+
+/// A task the stream ends with; aborted when the stream is dropped first.
+struct EndsWith(tokio::task::JoinHandle<()>);
+
+impl Future for EndsWith {
+    type Output = ();
+    fn poll(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        Pin::new(&mut self.0).poll(cx).map(|_| ())
+    }
+}
+
+impl Drop for EndsWith {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 fn tokio_stream_receiver(mut rx: mpsc::Receiver<Bytes>) -> impl futures_util::Stream<Item = Bytes> {
     futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
 }
@@ -1476,7 +1777,7 @@ pub async fn serve(
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let (stream, _) = match accepted {
+                let (stream, peer) = match accepted {
                     Ok(s) => s,
                     Err(e) => {
                         tracing::warn!(error = %e, "accept failed");
@@ -1495,6 +1796,7 @@ pub async fn serve(
                         if let Some(c) = &cert {
                             req.extensions_mut().insert(c.clone());
                         }
+                        req.extensions_mut().insert(ClientAddr(peer.ip()));
                         // Boxed: the request's future (the whole call pipeline) lives on the
                         // heap only while a request runs, not inline in every connection's
                         // task, so an idle keep-alive connection or an open SSE stream does not
@@ -1600,6 +1902,16 @@ mod tests {
         assert_eq!(accepts(&h), (false, true));
         h.insert(header::ACCEPT, HeaderValue::from_static("text/html"));
         assert_eq!(accepts(&h), (false, false));
+    }
+
+    #[test]
+    fn session_rate_buckets_are_per_ipv4_address_and_per_ipv6_64() {
+        let key = |a: &str| ClientAddr(a.parse().expect("an address")).bucket();
+        assert_eq!(key("192.0.2.7"), "192.0.2.7");
+        assert_eq!(key("::ffff:192.0.2.7"), "192.0.2.7");
+        assert_eq!(key("2001:db8:1:2:aaaa::1"), "2001:db8:1:2::/64");
+        assert_eq!(key("2001:db8:1:2:bbbb::9"), key("2001:db8:1:2:aaaa::1"));
+        assert_ne!(key("2001:db8:1:3::1"), key("2001:db8:1:2::1"));
     }
 
     #[test]

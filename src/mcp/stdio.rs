@@ -48,9 +48,21 @@ where
 {
     let (out, mut queue) = mpsc::unbounded_channel::<Value>();
     let session = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // A stdio client presents no credentials: with a business's policy it is anonymous there.
+    let gate = match &hub {
+        Some(_) => {
+            let core = core.clone();
+            let load = move || core.gateway.load_full();
+            let creds = crate::auth::transport::HttpCredentials::default();
+            crate::auth::access::StreamGate::open(load, &creds)
+                .await
+                .map(|g| g as Arc<dyn crate::webhook::hub::Gate>)
+        }
+        None => None,
+    };
     let forwarder = hub.map(|hub| {
         let (out, session) = (out.clone(), session.clone());
-        let mut events = Box::pin(hub.listen("stdio", Default::default(), None));
+        let mut events = Box::pin(hub.listen("stdio", Default::default(), None, gate));
         tokio::spawn(async move {
             use futures_util::StreamExt;
             while let Some(frame) = events.next().await {

@@ -191,7 +191,9 @@ impl Admin {
             "/readyz" => self.readyz().await,
             "/metrics" => {
                 for b in self.core.gateway.load().businesses.iter() {
-                    super::metrics::breaker_state(&b.name, b.backend.resilience.breaker());
+                    for (route, state) in b.backend.resilience.route_states() {
+                        super::metrics::breaker_state(&b.name, &route, state);
+                    }
                 }
                 respond(
                     StatusCode::OK,

@@ -48,11 +48,14 @@ pub const STATE_EVENTS: &str = "portico_state_events_read_total";
 
 /// Backend retries by business (an attempt after a failed one).
 pub const UPSTREAM_RETRIES: &str = "portico_upstream_retries_total";
+/// Requests that met a reused backend connection closed before any answer byte, by backend
+/// and outcome (`replayed` on a fresh connection, `outcome_unknown` when not replayable).
+pub const UPSTREAM_REUSED_LOST: &str = "portico_upstream_reused_connection_lost_total";
 /// Calls refused because the backend's concurrency limit was reached.
 pub const UPSTREAM_SHED: &str = "portico_upstream_shed_total";
-/// Circuit breaker state changes by business and new state.
+/// Circuit breaker state changes by business, route (tool or resource) and new state.
 pub const BREAKER_TRANSITIONS: &str = "portico_breaker_transitions_total";
-/// Circuit breaker state by business: 0 closed, 1 open, 2 half-open.
+/// Circuit breaker state by business and route: 0 closed, 1 open, 2 half-open.
 pub const BREAKER_STATE: &str = "portico_breaker_state";
 
 /// Idempotency records evicted from the in-memory store for its key or byte bound (a retry of
@@ -61,6 +64,10 @@ pub const IDEMPOTENCY_EVICTIONS: &str = "portico_idempotency_evictions_total";
 
 /// TLS certificate reloads by result (`applied`, `refused`).
 pub const TLS_RELOADS: &str = "portico_tls_reloads_total";
+
+/// `initialize` requests refused a session, by reason (`full`, `rate_limited`,
+/// `state_unavailable`).
+pub const SESSIONS_REFUSED: &str = "portico_sessions_refused_total";
 
 /// Latency buckets in seconds: 1 ms to 30 s.
 const BUCKETS: &[f64] = &[
@@ -162,16 +169,24 @@ fn describe() {
         "backend retries by business (safe or keyed calls after a failed attempt)"
     );
     describe_counter!(
+        UPSTREAM_REUSED_LOST,
+        "requests whose reused backend connection closed before any answer byte, by backend and outcome (replayed, outcome_unknown)"
+    );
+    describe_counter!(
         UPSTREAM_SHED,
         "calls refused by business because the backend's concurrency limit was reached"
     );
     describe_counter!(
         BREAKER_TRANSITIONS,
-        "circuit breaker state changes by business and new state (open, half_open, closed)"
+        "circuit breaker state changes by business, route (tool or resource) and new state (open, half_open, closed)"
     );
     describe_gauge!(
         BREAKER_STATE,
-        "circuit breaker state by business: 0 closed, 1 open, 2 half-open"
+        "circuit breaker state by business and route (tool or resource): 0 closed, 1 open, 2 half-open"
+    );
+    describe_counter!(
+        SESSIONS_REFUSED,
+        "initialize requests refused a session, by reason (full: the session cap, rate_limited: the per-address creation rate, state_unavailable: Redis could not record it)"
     );
     describe_counter!(
         TLS_RELOADS,
@@ -308,6 +323,13 @@ pub fn retried(business: &str) {
     counter!(UPSTREAM_RETRIES, "business" => business.to_owned()).increment(1);
 }
 
+/// Counts a request whose reused backend connection closed before answering (rare: labels are
+/// built here).
+pub fn reused_connection_lost(backend: &str, outcome: &'static str) {
+    counter!(UPSTREAM_REUSED_LOST, "backend" => backend.to_owned(), "outcome" => outcome)
+        .increment(1);
+}
+
 /// Counts a call shed by the backend's concurrency limit.
 pub fn shed(business: &str) {
     counter!(UPSTREAM_SHED, "business" => business.to_owned()).increment(1);
@@ -321,16 +343,22 @@ pub trait BreakerGauge: Copy {
 }
 
 /// Records a circuit breaker state change.
-pub fn breaker_changed(business: &str, to: impl BreakerGauge) {
-    counter!(BREAKER_TRANSITIONS, "business" => business.to_owned(), "state" => to.label())
+pub fn breaker_changed(business: &str, route: &str, to: impl BreakerGauge) {
+    counter!(BREAKER_TRANSITIONS, "business" => business.to_owned(), "route" => route.to_owned(), "state" => to.label())
         .increment(1);
-    breaker_state(business, to);
+    breaker_state(business, route, to);
 }
 
 /// Sets the breaker state gauge (also refreshed on every scrape, since an open breaker's time
 /// running out changes no counter).
-pub fn breaker_state(business: &str, state: impl BreakerGauge) {
-    gauge!(BREAKER_STATE, "business" => business.to_owned()).set(state.value());
+pub fn breaker_state(business: &str, route: &str, state: impl BreakerGauge) {
+    gauge!(BREAKER_STATE, "business" => business.to_owned(), "route" => route.to_owned())
+        .set(state.value());
+}
+
+/// Counts an `initialize` refused a session (rare: refusals only).
+pub fn session_refused(reason: &'static str) {
+    counter!(SESSIONS_REFUSED, "reason" => reason).increment(1);
 }
 
 /// Counts a TLS certificate reload attempt.

@@ -141,9 +141,22 @@ pub fn render(d: &StatusData<'_>) -> String {
                 } else if r.failures > 0 {
                     let _ = write!(
                         breaker,
-                        " <span class=\"muted\">({} failure(s) in a row)</span>",
+                        " <span class=\"muted\">({} failure(s) in the window)</span>",
                         r.failures
                     );
+                }
+                // The routes (tools, resources) whose own breaker is not closed.
+                for route in &r.routes {
+                    let _ = write!(
+                        breaker,
+                        "<br><code>{}</code> {}",
+                        esc(&route.route),
+                        badge(route.breaker)
+                    );
+                    if let Some(left) = route.retry_in_s {
+                        let _ =
+                            write!(breaker, " <span class=\"muted\">(trial in {left} s)</span>");
+                    }
                 }
                 let limit = if r.max_concurrency == 0 {
                     "no limit".to_string()

@@ -1,10 +1,10 @@
-//! The security layer's stores in Redis (`--state`): identity bindings, the proof `jti` replay cache, issued booking-scoped credentials and proof nonces, shared by every replica.
-//! Every Redis failure fails closed (a conflict, a replay, an unknown credential, an invalid nonce), and no credential value is ever stored as a key or logged.
+//! The security layer's stores in Redis (`--state`): identity bindings, the proof `jti` replay cache, issued booking-scoped credentials, proof nonces and booking owners, shared by every replica.
+//! Every Redis failure fails closed (a conflict, a replay, an unknown credential, an invalid nonce, no owner), and no credential value is ever stored as a key or logged.
 
 use super::Shared;
 use crate::auth::store::{
     Bound, CredentialStore, Fut, IdentityStore, Issued, JTI_TTL, NONCE_TTL, NonceStore,
-    ReplayCache, Stores,
+    OWNED_LISTED, OWNER_IDLE, OwnerStore, ReplayCache, Stores,
 };
 use serde_json::{Value, json};
 use std::future::Future;
@@ -21,6 +21,7 @@ pub fn stores(state: &'static Arc<Shared>) -> Stores {
         replay: Arc::new(RedisReplay(state)),
         credentials: Arc::new(RedisCredentials(state)),
         nonces: Arc::new(RedisNonces(state)),
+        owners: Arc::new(RedisOwners(state)),
     }
 }
 
@@ -213,6 +214,100 @@ impl NonceStore for RedisNonces {
                     false
                 }
             }
+        })
+    }
+}
+
+/// Records an owner: the resource's owner set and the principal's newest-first list.
+const OWN: &str = r#"
+redis.call('SADD', KEYS[1], ARGV[1])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+redis.call('LREM', KEYS[2], 0, ARGV[2])
+redis.call('LPUSH', KEYS[2], ARGV[2])
+redis.call('LTRIM', KEYS[2], 0, ARGV[4] - 1)
+redis.call('EXPIRE', KEYS[2], ARGV[3])
+return 1
+"#;
+
+struct RedisOwners(&'static Arc<Shared>);
+
+impl RedisOwners {
+    fn resource_key(&self, business: &str, resource: &str) -> String {
+        self.0.key(&format!("owners:{}", id(&[business, resource])))
+    }
+}
+
+impl OwnerStore for RedisOwners {
+    fn record<'a>(
+        &'a self,
+        business: &'a str,
+        resource: &'a str,
+        principal: &'a str,
+    ) -> Fut<'a, ()> {
+        let state = self.0;
+        let owners = self.resource_key(business, resource);
+        let owned = state.key(&format!("owned:{}", id(&[business, principal])));
+        let (principal, resource) = (principal.to_string(), resource.to_string());
+        run((), async move {
+            let mut c = state.conn();
+            let r: Result<i64, _> = redis::Script::new(OWN)
+                .key(owners)
+                .key(owned)
+                .arg(principal)
+                .arg(resource)
+                .arg(OWNER_IDLE.as_secs())
+                .arg(OWNED_LISTED)
+                .invoke_async(&mut c)
+                .await;
+            match r {
+                Ok(_) => state.ok(),
+                Err(e) => {
+                    tracing::warn!(error = %state.err(e), "cannot record a booking's owner; its reads and events will be refused")
+                }
+            }
+        })
+    }
+
+    fn owns<'a>(
+        &'a self,
+        business: &'a str,
+        resource: &'a str,
+        principal: &'a str,
+    ) -> Fut<'a, bool> {
+        let state = self.0;
+        let key = self.resource_key(business, resource);
+        let principal = principal.to_string();
+        run(false, async move {
+            let mut cmd = redis::cmd("SISMEMBER");
+            cmd.arg(key).arg(principal);
+            match state.query::<i64>(&cmd).await {
+                Ok(n) => n > 0,
+                Err(e) => {
+                    tracing::warn!(error = %e, "owner store unavailable; refusing the read");
+                    false
+                }
+            }
+        })
+    }
+
+    fn known<'a>(&'a self, business: &'a str, resource: &'a str) -> Fut<'a, bool> {
+        let state = self.0;
+        let key = self.resource_key(business, resource);
+        run(false, async move {
+            state
+                .query::<i64>(redis::cmd("EXISTS").arg(key))
+                .await
+                .is_ok_and(|n| n > 0)
+        })
+    }
+
+    fn owned<'a>(&'a self, business: &'a str, principal: &'a str) -> Fut<'a, Vec<String>> {
+        let state = self.0;
+        let key = state.key(&format!("owned:{}", id(&[business, principal])));
+        run(Vec::new(), async move {
+            let mut cmd = redis::cmd("LRANGE");
+            cmd.arg(key).arg(0).arg(OWNED_LISTED.saturating_sub(1));
+            state.query::<Vec<String>>(&cmd).await.unwrap_or_default()
         })
     }
 }

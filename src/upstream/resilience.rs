@@ -1,10 +1,17 @@
-//! Per-backend resilience around each backend call: the concurrency limit (load shedding), the
-//! circuit breaker, and retries with backoff and jitter. It must never retry a call that is
-//! neither safe nor keyed, and never lock or allocate on a call's path while nothing fails.
+//! Resilience around each backend call: the per-backend concurrency limit (load shedding), a
+//! circuit breaker per route (tool or resource) and retries with backoff and jitter. It must
+//! never retry a call that is neither safe nor keyed, and never lock or allocate on a call's
+//! path while nothing fails.
 //!
-//! The state (calls in flight, breaker) lives in a process-wide registry keyed by business and
-//! backend URL, so a hot reload keeps it: a reload must not close an open breaker or forget the
-//! calls in flight. The registry is only touched when a configuration compiles.
+//! The breaker opens a route when, within a sliding window, at least `min_calls` calls were
+//! made and at least `failure_ratio` of them failed (as Envoy's outlier detection and
+//! resilience4j do), so one caller's slow argument opens only the route it slows, and only once
+//! its failures outweigh the route's other calls. A call records its verdict in one atomic
+//! bucket of the route's window (a compare-and-swap, no lock, no allocation).
+//!
+//! The state (calls in flight, each route's breaker) lives in a process-wide registry keyed by
+//! business and backend URL, so a hot reload keeps it: a reload must not close an open breaker
+//! or forget the calls in flight. The registry is only touched when a configuration compiles.
 
 use crate::config::diag::{Diagnostic, locate_yaml};
 use crate::config::mapping::BackendSpec;
@@ -14,17 +21,23 @@ use crate::translate::rest::RestResponse;
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 /// Default limit of calls in flight per backend.
 pub const DEFAULT_MAX_CONCURRENCY: usize = 1024;
-/// Default consecutive failures that open the breaker.
-pub const DEFAULT_BREAKER_FAILURES: u32 = 5;
+/// Default share of failed calls in the window that opens a route's breaker.
+pub const DEFAULT_FAILURE_RATIO: f64 = 0.5;
+/// Default fewest calls in the window before the ratio is judged.
+pub const DEFAULT_MIN_CALLS: u32 = 20;
+/// Default length of the sliding window.
+pub const DEFAULT_WINDOW: Duration = Duration::from_secs(30);
 /// Default time the breaker stays open.
 pub const DEFAULT_OPEN_FOR: Duration = Duration::from_secs(30);
 const MAX_ATTEMPTS: u32 = 10;
+/// Buckets of a route's window: the window slides by a tenth of its length.
+const BUCKETS: usize = 10;
 
 /// The compiled settings of one backend.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,8 +46,14 @@ pub struct Policy {
     pub attempts: u32,
     pub backoff: Duration,
     pub max_backoff: Duration,
-    /// Consecutive failures that open the breaker (0 = no breaker).
-    pub breaker_failures: u32,
+    /// Whether routes have a breaker at all (`breaker: { failures: 0 }` turns it off).
+    pub breaker: bool,
+    /// Share of failed calls (0 < ratio <= 1) in the window that opens a route.
+    pub failure_ratio: f64,
+    /// Fewest calls in the window before the ratio is judged.
+    pub min_calls: u32,
+    /// Length of the sliding window.
+    pub window: Duration,
     pub open_for: Duration,
     /// Calls in flight allowed (0 = no limit).
     pub max_concurrency: usize,
@@ -46,7 +65,10 @@ impl Default for Policy {
             attempts: 1,
             backoff: Duration::from_millis(100),
             max_backoff: Duration::from_secs(2),
-            breaker_failures: DEFAULT_BREAKER_FAILURES,
+            breaker: true,
+            failure_ratio: DEFAULT_FAILURE_RATIO,
+            min_calls: DEFAULT_MIN_CALLS,
+            window: DEFAULT_WINDOW,
             open_for: DEFAULT_OPEN_FOR,
             max_concurrency: DEFAULT_MAX_CONCURRENCY,
         }
@@ -54,11 +76,11 @@ impl Default for Policy {
 }
 
 /// The breaker's state as reported by `/readyz`, the status page and the metrics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum BreakerState {
     Closed,
-    Open,
     HalfOpen,
+    Open,
 }
 
 impl BreakerState {
@@ -99,18 +121,81 @@ fn now_ms() -> u64 {
     EPOCH.elapsed().as_millis() as u64
 }
 
+/// A sliding window of call counts: `BUCKETS` buckets, each one atomic word holding the
+/// bucket's period number (high 32 bits), its calls (16 bits) and failures (16 bits, both
+/// saturating). A bucket whose period has passed is reset by the first call that reuses it.
+#[derive(Debug, Default)]
+struct Window {
+    buckets: [AtomicU64; BUCKETS],
+}
+
+fn pack(period: u32, calls: u64, failures: u64) -> u64 {
+    (u64::from(period) << 32) | (calls.min(0xFFFF) << 16) | failures.min(0xFFFF)
+}
+
+fn unpack(word: u64) -> (u32, u64, u64) {
+    ((word >> 32) as u32, (word >> 16) & 0xFFFF, word & 0xFFFF)
+}
+
+impl Window {
+    /// Counts one call (`failed` or not) in the bucket of period `now / width`.
+    fn record(&self, width_ms: u64, now: u64, failed: bool) {
+        let period = (now / width_ms.max(1)) as u32;
+        let bucket = &self.buckets[period as usize % BUCKETS];
+        let mut cur = bucket.load(Ordering::Relaxed);
+        loop {
+            let (p, calls, failures) = unpack(cur);
+            let (calls, failures) = if p == period {
+                (calls, failures)
+            } else {
+                (0, 0)
+            };
+            let next = pack(period, calls + 1, failures + u64::from(failed));
+            match bucket.compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => return,
+                Err(seen) => cur = seen,
+            }
+        }
+    }
+
+    /// (calls, failures) over the buckets still in the window at `now`.
+    fn totals(&self, width_ms: u64, now: u64) -> (u64, u64) {
+        let period = (now / width_ms.max(1)) as u32;
+        self.buckets
+            .iter()
+            .map(|b| unpack(b.load(Ordering::Relaxed)))
+            .filter(|(p, _, _)| (period.wrapping_sub(*p) as usize) < BUCKETS)
+            .fold((0, 0), |(c, f), (_, calls, fails)| (c + calls, f + fails))
+    }
+
+    fn clear(&self) {
+        for b in &self.buckets {
+            b.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// One route's breaker: shared, reload-surviving.
+#[derive(Debug)]
+struct Route {
+    business: String,
+    name: String,
+    state: AtomicU8,
+    /// When the breaker last opened (`now_ms`).
+    opened_at: AtomicU64,
+    /// A half-open trial call is running.
+    trial: AtomicBool,
+    window: Window,
+}
+
 /// Shared, reload-surviving state of one backend.
 #[derive(Debug)]
 struct State {
     business: String,
     inflight: AtomicUsize,
-    state: AtomicU8,
-    /// Consecutive failures while closed.
-    failures: AtomicU32,
-    /// When the breaker last opened (`now_ms`).
-    opened_at: AtomicU64,
-    /// A half-open trial call is running.
-    trial: AtomicBool,
+    /// Its routes' breakers by route name (touched when a configuration compiles, and when
+    /// the state is reported).
+    routes: Mutex<HashMap<String, Weak<Route>>>,
 }
 
 impl State {
@@ -118,10 +203,7 @@ impl State {
         State {
             business: business.to_string(),
             inflight: AtomicUsize::new(0),
-            state: AtomicU8::new(CLOSED),
-            failures: AtomicU32::new(0),
-            opened_at: AtomicU64::new(0),
-            trial: AtomicBool::new(false),
+            routes: Mutex::new(HashMap::new()),
         }
     }
 }
@@ -151,18 +233,38 @@ pub struct Resilience {
     state: Arc<State>,
 }
 
+/// A route's breaker (a tool's, or a resource's): made once per compile with
+/// [`Resilience::route`], held by the tool or resource that calls through it.
+#[derive(Debug, Clone)]
+pub struct Breaker(Arc<Route>);
+
 /// What a backend reports to `/readyz` and the status page.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Snapshot {
+    /// The backend as a whole, over its routes that are not closed or had calls in the window:
+    /// `open` when all of them are open, `half_open` when none is closed and one is half-open,
+    /// else `closed` (`routes` names any route not closed).
     pub breaker: &'static str,
-    /// Consecutive failures counted while closed.
-    pub failures: u32,
-    /// Seconds until a trial call is allowed, while open.
+    /// Failed calls in the window, over all routes.
+    pub failures: u64,
+    /// Seconds until a trial call is allowed on the first open route, while all are open.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_in_s: Option<u64>,
     pub in_flight: usize,
     /// 0 = no limit.
     pub max_concurrency: usize,
+    /// The routes whose breaker is not closed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub routes: Vec<RouteSnapshot>,
+}
+
+/// One route whose breaker is not closed.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RouteSnapshot {
+    pub route: String,
+    pub breaker: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_in_s: Option<u64>,
 }
 
 /// The right to be one of the calls in flight; dropping it frees the slot.
@@ -176,10 +278,10 @@ impl Drop for Slot<'_> {
     }
 }
 
-/// Permission from the breaker for one attempt. A trial permit dropped without a verdict (the
-/// call was cancelled) lets the next call be the trial.
+/// Permission from a route's breaker for one attempt. A trial permit dropped without a verdict
+/// (the call was cancelled) lets the next call be the trial.
 struct Permit<'a> {
-    state: &'a State,
+    route: &'a Route,
     trial: bool,
     judged: bool,
 }
@@ -187,7 +289,7 @@ struct Permit<'a> {
 impl Drop for Permit<'_> {
     fn drop(&mut self) {
         if self.trial && !self.judged {
-            self.state.trial.store(false, Ordering::Release);
+            self.route.trial.store(false, Ordering::Release);
         }
     }
 }
@@ -201,34 +303,130 @@ impl Resilience {
         }
     }
 
-    /// The breaker state now (an open breaker whose time is up reads `half_open`).
-    pub fn breaker(&self) -> BreakerState {
-        let s = &self.state;
-        match s.state.load(Ordering::Acquire) {
-            OPEN if self.open_remaining().is_none() => BreakerState::HalfOpen,
+    /// The breaker of route `name` on this backend: the existing one (after a reload), else a
+    /// new, closed one.
+    pub fn route(&self, name: &str) -> Breaker {
+        let fresh = || {
+            Arc::new(Route {
+                business: self.state.business.clone(),
+                name: name.to_string(),
+                state: AtomicU8::new(CLOSED),
+                opened_at: AtomicU64::new(0),
+                trial: AtomicBool::new(false),
+                window: Window::default(),
+            })
+        };
+        let Ok(mut map) = self.state.routes.lock() else {
+            return Breaker(fresh());
+        };
+        if let Some(r) = map.get(name).and_then(Weak::upgrade) {
+            return Breaker(r);
+        }
+        map.retain(|_, w| w.strong_count() > 0);
+        let r = fresh();
+        map.insert(name.to_string(), Arc::downgrade(&r));
+        Breaker(r)
+    }
+
+    /// The live routes' breakers.
+    fn routes(&self) -> Vec<Arc<Route>> {
+        self.state
+            .routes
+            .lock()
+            .map(|m| m.values().filter_map(Weak::upgrade).collect())
+            .unwrap_or_default()
+    }
+
+    /// The state of route `b`'s breaker now (an open breaker whose time is up reads
+    /// `half_open`).
+    pub fn breaker_of(&self, b: &Breaker) -> BreakerState {
+        self.route_state(&b.0)
+    }
+
+    fn route_state(&self, r: &Route) -> BreakerState {
+        match r.state.load(Ordering::Acquire) {
+            OPEN if self.open_remaining(r).is_none() => BreakerState::HalfOpen,
             OPEN => BreakerState::Open,
             HALF_OPEN => BreakerState::HalfOpen,
             _ => BreakerState::Closed,
         }
     }
 
+    /// Every live route's name and breaker state (for the metrics).
+    pub fn route_states(&self) -> Vec<(String, BreakerState)> {
+        self.routes()
+            .iter()
+            .map(|r| (r.name.clone(), self.route_state(r)))
+            .collect()
+    }
+
+    /// The backend as a whole (see [`Snapshot::breaker`]).
+    pub fn breaker(&self) -> BreakerState {
+        let (width, now) = (self.bucket_ms(), now_ms());
+        self.routes()
+            .iter()
+            .filter_map(|r| self.active_state(r, width, now))
+            .min()
+            .unwrap_or(BreakerState::Closed)
+    }
+
+    /// A route's state when it counts for the backend as a whole: not closed, or closed with
+    /// calls in the window (a route nobody called says nothing about the backend).
+    fn active_state(&self, r: &Route, width: u64, now: u64) -> Option<BreakerState> {
+        let state = self.route_state(r);
+        (state != BreakerState::Closed || r.window.totals(width, now).0 > 0).then_some(state)
+    }
+
     /// State for `/readyz` and the status page.
     pub fn snapshot(&self) -> Snapshot {
-        let breaker = self.breaker();
+        let routes = self.routes();
+        let width = self.bucket_ms();
+        let now = now_ms();
+        let mut failures = 0;
+        let mut listed = Vec::new();
+        let mut all: Option<BreakerState> = None;
+        let mut first_trial: Option<u64> = None;
+        for r in &routes {
+            failures += r.window.totals(width, now).1;
+            if let Some(active) = self.active_state(r, width, now) {
+                all = Some(all.map_or(active, |a| a.min(active)));
+            }
+            let state = self.route_state(r);
+            if state == BreakerState::Closed {
+                continue;
+            }
+            let retry_in_s = (state == BreakerState::Open)
+                .then(|| self.open_remaining(r).map(secs_up))
+                .flatten();
+            if let Some(s) = retry_in_s {
+                first_trial = Some(first_trial.map_or(s, |f| f.min(s)));
+            }
+            listed.push(RouteSnapshot {
+                route: r.name.clone(),
+                breaker: state.as_str(),
+                retry_in_s,
+            });
+        }
+        let all = all.unwrap_or(BreakerState::Closed);
+        listed.sort_by(|a, b| a.route.cmp(&b.route));
         Snapshot {
-            breaker: breaker.as_str(),
-            failures: self.state.failures.load(Ordering::Relaxed),
-            retry_in_s: (breaker == BreakerState::Open)
-                .then(|| self.open_remaining().map(secs_up))
-                .flatten(),
+            breaker: all.as_str(),
+            failures,
+            retry_in_s: (all == BreakerState::Open).then_some(first_trial).flatten(),
             in_flight: self.state.inflight.load(Ordering::Relaxed),
             max_concurrency: self.policy.max_concurrency,
+            routes: listed,
         }
     }
 
+    /// Width of one window bucket in milliseconds.
+    fn bucket_ms(&self) -> u64 {
+        (self.policy.window.as_millis() as u64 / BUCKETS as u64).max(1)
+    }
+
     /// Time left before an open breaker allows a trial; `None` when it is up.
-    fn open_remaining(&self) -> Option<Duration> {
-        let opened = self.state.opened_at.load(Ordering::Acquire);
+    fn open_remaining(&self, r: &Route) -> Option<Duration> {
+        let opened = r.opened_at.load(Ordering::Acquire);
         let until = opened.saturating_add(self.policy.open_for.as_millis() as u64);
         let now = now_ms();
         (now < until).then(|| Duration::from_millis(until - now))
@@ -256,97 +454,104 @@ impl Resilience {
         Ok(Slot(Some(n)))
     }
 
-    fn admit(&self) -> Result<Permit<'_>, Failure> {
-        let s = &*self.state;
+    fn admit<'r>(&self, r: &'r Route) -> Result<Permit<'r>, Failure> {
         let permit = |trial| Permit {
-            state: s,
+            route: r,
             trial,
             judged: false,
         };
-        if self.policy.breaker_failures == 0 {
+        if !self.policy.breaker {
             return Ok(permit(false));
         }
-        match s.state.load(Ordering::Acquire) {
+        match r.state.load(Ordering::Acquire) {
             CLOSED => return Ok(permit(false)),
             OPEN => {
-                if let Some(left) = self.open_remaining() {
-                    return Err(self.open_failure(left));
+                if let Some(left) = self.open_remaining(r) {
+                    return Err(self.open_failure(r, left));
                 }
-                if s.state
+                if r.state
                     .compare_exchange(OPEN, HALF_OPEN, Ordering::AcqRel, Ordering::Acquire)
                     .is_ok()
                 {
-                    self.changed(BreakerState::HalfOpen);
+                    self.changed(r, BreakerState::HalfOpen);
                 }
             }
             _ => {}
         }
         // Half-open: one trial call at a time; the others are refused until it is judged.
-        if s.state.load(Ordering::Acquire) == CLOSED {
+        if r.state.load(Ordering::Acquire) == CLOSED {
             return Ok(permit(false));
         }
-        if s.trial
+        if r.trial
             .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
         {
             Ok(permit(true))
         } else {
-            Err(self.open_failure(Duration::from_secs(1)))
+            Err(self.open_failure(r, Duration::from_secs(1)))
         }
     }
 
-    fn open_failure(&self, left: Duration) -> Failure {
+    fn open_failure(&self, r: &Route, left: Duration) -> Failure {
+        let p = &self.policy;
         Failure {
             retry_after: Some(secs_up(left)),
             ..Failure::new(
                 FailureKind::Unavailable,
                 format!(
-                    "the backend failed {} times in a row; portico is not calling it for now (circuit breaker open)",
-                    self.policy.breaker_failures
+                    "the failure ratio of `{}` reached {} % over at least {} calls within {} ms; portico is not calling it for now (circuit breaker open)",
+                    r.name,
+                    (p.failure_ratio * 100.0).round(),
+                    p.min_calls,
+                    p.window.as_millis()
                 ),
             )
         }
     }
 
-    fn changed(&self, to: BreakerState) {
-        tracing::warn!(business = %self.state.business, breaker = to.as_str(), "circuit breaker changed state");
-        crate::ops::metrics::breaker_changed(&self.state.business, to);
+    fn changed(&self, r: &Route, to: BreakerState) {
+        tracing::warn!(business = %r.business, route = %r.name, breaker = to.as_str(), "circuit breaker changed state");
+        crate::ops::metrics::breaker_changed(&r.business, &r.name, to);
     }
 
     /// Records an attempt's verdict.
     fn judge(&self, mut permit: Permit<'_>, ok: bool) {
         permit.judged = true;
-        if self.policy.breaker_failures == 0 {
+        if !self.policy.breaker {
             return;
         }
-        let s = &*self.state;
+        let r = permit.route;
+        let width = self.bucket_ms();
+        let now = now_ms();
         if ok {
-            if s.failures.load(Ordering::Relaxed) != 0 {
-                s.failures.store(0, Ordering::Relaxed);
-            }
+            r.window.record(width, now, false);
             if permit.trial {
-                s.state.store(CLOSED, Ordering::Release);
-                s.trial.store(false, Ordering::Release);
-                self.changed(BreakerState::Closed);
+                r.window.clear();
+                r.state.store(CLOSED, Ordering::Release);
+                r.trial.store(false, Ordering::Release);
+                self.changed(r, BreakerState::Closed);
             }
             return;
         }
         if permit.trial {
-            s.opened_at.store(now_ms(), Ordering::Release);
-            s.state.store(OPEN, Ordering::Release);
-            s.trial.store(false, Ordering::Release);
-            self.changed(BreakerState::Open);
+            r.opened_at.store(now, Ordering::Release);
+            r.state.store(OPEN, Ordering::Release);
+            r.trial.store(false, Ordering::Release);
+            self.changed(r, BreakerState::Open);
             return;
         }
-        let n = s.failures.fetch_add(1, Ordering::AcqRel).saturating_add(1);
-        if n >= self.policy.breaker_failures && s.state.load(Ordering::Acquire) == CLOSED {
-            s.opened_at.store(now_ms(), Ordering::Release);
-            if s.state
+        r.window.record(width, now, true);
+        let (calls, failures) = r.window.totals(width, now);
+        let tripped = calls >= u64::from(self.policy.min_calls)
+            && failures as f64 >= self.policy.failure_ratio * calls as f64;
+        if tripped && r.state.load(Ordering::Acquire) == CLOSED {
+            r.opened_at.store(now, Ordering::Release);
+            if r.state
                 .compare_exchange(CLOSED, OPEN, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
             {
-                s.failures.store(0, Ordering::Relaxed);
-                self.changed(BreakerState::Open);
+                r.window.clear();
+                self.changed(r, BreakerState::Open);
             }
         }
     }
@@ -365,11 +570,12 @@ impl Resilience {
         half + Duration::from_nanos(random % spread)
     }
 
-    /// Runs one backend call through the limit, the breaker and the retry policy. `attempt`
-    /// sends one request within the time it is given. `keyed` says the call carries an
-    /// idempotency key, which makes a non-safe method retryable.
+    /// Runs one backend call through the limit, `route`'s breaker and the retry policy.
+    /// `attempt` sends one request within the time it is given. `keyed` says the call carries
+    /// an idempotency key, which makes a non-safe method retryable.
     pub async fn call<F, Fut>(
         &self,
+        route: &Breaker,
         req: RestRequest,
         timeout: Duration,
         keyed: bool,
@@ -386,7 +592,7 @@ impl Resilience {
         crate::ops::otel::inject(&mut req.headers);
         let mut n = 1;
         loop {
-            let permit = self.admit()?;
+            let permit = self.admit(&route.0)?;
             let spare = (retryable && n < self.policy.attempts).then(|| req.clone());
             let left = if n == 1 {
                 timeout
@@ -517,6 +723,11 @@ pub fn compile(
             &b.open_for,
             &mut policy.open_for,
         );
+        duration(
+            &["backend", "breaker", "window"],
+            &b.window,
+            &mut policy.window,
+        );
     }
     if let Some(r) = &spec.retries {
         if r.attempts == 0 || r.attempts > MAX_ATTEMPTS {
@@ -539,8 +750,55 @@ pub fn compile(
             policy.max_backoff = policy.backoff;
         }
     }
-    if let Some(f) = spec.breaker.as_ref().and_then(|b| b.failures) {
-        policy.breaker_failures = f;
+    if let Some(b) = &spec.breaker {
+        // `failures: N` alone: N failed calls and no success within the window.
+        if let Some(f) = b.failures {
+            policy.breaker = f > 0;
+            policy.min_calls = f;
+            policy.failure_ratio = 1.0;
+        }
+        if let Some(n) = b.min_calls {
+            policy.min_calls = n;
+        }
+        if let Some(r) = b.failure_ratio {
+            policy.failure_ratio = r;
+        }
+        let problem = if !(policy.failure_ratio > 0.0 && policy.failure_ratio <= 1.0) {
+            Some((
+                "failure_ratio",
+                format!(
+                    "breaker.failure_ratio is {}; it is the share of failed calls that opens the breaker, above 0 and at most 1",
+                    policy.failure_ratio
+                ),
+                "`failure_ratio: 0.5` opens it when half of the window's calls failed",
+            ))
+        } else if policy.breaker && policy.min_calls == 0 {
+            Some((
+                "min_calls",
+                "breaker.min_calls is 0; the ratio of no calls means nothing".to_string(),
+                "`min_calls: 20` judges the ratio once the window holds 20 calls",
+            ))
+        } else if policy.window < Duration::from_millis(BUCKETS as u64) {
+            Some((
+                "window",
+                format!(
+                    "breaker.window is {:?}; it must be at least 10ms",
+                    policy.window
+                ),
+                "write e.g. `30s`",
+            ))
+        } else {
+            None
+        };
+        if let Some((field, message, hint)) = problem {
+            ok = false;
+            diags.push(
+                Diagnostic::error(file, message)
+                    .line(locate_yaml(text, &["backend", "breaker", field]))
+                    .at(format!("backend.breaker.{field}"))
+                    .hint(hint),
+            );
+        }
     }
     if let Some(m) = spec.max_concurrency {
         policy.max_concurrency = m as usize;
@@ -564,91 +822,182 @@ mod tests {
         })
     }
 
+    /// One call on route `b` with verdict `ok`.
+    fn one(r: &Resilience, b: &Breaker, ok: bool) {
+        let p = r.admit(&b.0).expect("admitted");
+        r.judge(p, ok);
+    }
+
+    fn ratio(min_calls: u32, failure_ratio: f64, open_for: Duration) -> Policy {
+        Policy {
+            min_calls,
+            failure_ratio,
+            open_for,
+            ..Policy::default()
+        }
+    }
+
     #[test]
-    fn opens_after_consecutive_failures_and_closes_after_a_good_trial() {
+    fn opens_on_the_ratio_over_the_minimum_volume_and_closes_after_a_good_trial() {
+        let r = Resilience::new(
+            &unique("b"),
+            "http://x",
+            ratio(10, 0.5, Duration::from_millis(1)),
+        );
+        let a = r.route("a");
+        // Four failures of five calls: over the ratio, under the volume.
+        one(&r, &a, true);
+        for _ in 0..4 {
+            one(&r, &a, false);
+        }
+        assert_eq!(r.breaker_of(&a), BreakerState::Closed, "5 calls < 10");
+        // Five successes: 10 calls, 4 failed (40 %).
+        for _ in 0..5 {
+            one(&r, &a, true);
+        }
+        assert_eq!(r.breaker_of(&a), BreakerState::Closed, "under the ratio");
+        one(&r, &a, false);
+        assert_eq!(
+            r.breaker_of(&a),
+            BreakerState::Closed,
+            "11 calls, 5 failed (45 %)"
+        );
+        one(&r, &a, false);
+        assert_eq!(r.breaker_of(&a), BreakerState::Open, "12 calls, 6 failed");
+        assert_eq!(a.0.state.load(Ordering::Acquire), OPEN);
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(r.breaker_of(&a), BreakerState::HalfOpen);
+        let trial = r.admit(&a.0).expect("the trial call");
+        assert!(trial.trial);
+        assert!(r.admit(&a.0).is_err(), "one trial at a time");
+        drop(trial);
+        let trial = r
+            .admit(&a.0)
+            .expect("a cancelled trial frees the trial slot");
+        r.judge(trial, true);
+        assert_eq!(r.breaker_of(&a), BreakerState::Closed);
+        assert_eq!(
+            a.0.window.totals(r.bucket_ms(), now_ms()),
+            (0, 0),
+            "a fresh window"
+        );
+    }
+
+    #[test]
+    fn one_route_opening_leaves_the_others_closed() {
+        let r = Resilience::new(&unique("b"), "http://x", ratio(3, 0.5, DEFAULT_OPEN_FOR));
+        let (slow, other) = (r.route("slow"), r.route("other"));
+        for _ in 0..3 {
+            one(&r, &slow, false);
+        }
+        assert_eq!(r.breaker_of(&slow), BreakerState::Open);
+        let f = r.admit(&slow.0).err().expect("open");
+        assert_eq!(f.kind, FailureKind::Unavailable);
+        assert!(f.message.contains("`slow`"), "{}", f.message);
+        assert!(r.admit(&other.0).is_ok(), "another route is not refused");
+        assert_eq!(
+            r.breaker(),
+            BreakerState::Open,
+            "the only route with calls is open"
+        );
+        one(&r, &other, true);
+        assert_eq!(
+            r.breaker(),
+            BreakerState::Closed,
+            "the backend: not all open"
+        );
+        let snap = r.snapshot();
+        assert_eq!(snap.breaker, "closed");
+        assert_eq!(snap.routes.len(), 1);
+        assert_eq!(
+            (snap.routes[0].route.as_str(), snap.routes[0].breaker),
+            ("slow", "open")
+        );
+        // 3 calls, 2 failed: 67 % of the minimum volume.
+        for _ in 0..2 {
+            one(&r, &other, false);
+        }
+        assert_eq!(r.breaker(), BreakerState::Open, "every route open");
+        assert!(r.snapshot().retry_in_s.is_some());
+    }
+
+    #[test]
+    fn the_window_forgets_old_calls() {
         let r = Resilience::new(
             &unique("b"),
             "http://x",
             Policy {
-                breaker_failures: 3,
-                open_for: Duration::from_millis(1),
-                ..Policy::default()
+                window: Duration::from_millis(100),
+                ..ratio(4, 1.0, DEFAULT_OPEN_FOR)
             },
         );
-        for _ in 0..2 {
-            let p = r.admit().expect("closed");
-            r.judge(p, false);
-        }
-        assert_eq!(r.breaker(), BreakerState::Closed);
-        let p = r.admit().expect("closed");
-        r.judge(p, true);
-        assert_eq!(r.snapshot().failures, 0, "a success resets the count");
+        let a = r.route("a");
         for _ in 0..3 {
-            let p = r.admit().expect("closed");
-            r.judge(p, false);
+            one(&r, &a, false);
         }
-        assert_eq!(r.state.state.load(Ordering::Acquire), OPEN);
-        std::thread::sleep(Duration::from_millis(5));
-        assert_eq!(r.breaker(), BreakerState::HalfOpen);
-        let trial = r.admit().expect("the trial call");
-        assert!(trial.trial);
-        assert!(r.admit().is_err(), "one trial at a time");
-        drop(trial);
-        let trial = r.admit().expect("a cancelled trial frees the trial slot");
-        r.judge(trial, true);
-        assert_eq!(r.breaker(), BreakerState::Closed);
+        std::thread::sleep(Duration::from_millis(130));
+        one(&r, &a, false);
+        assert_eq!(
+            r.breaker_of(&a),
+            BreakerState::Closed,
+            "3 failures slid out"
+        );
+        for _ in 0..3 {
+            one(&r, &a, false);
+        }
+        assert_eq!(r.breaker_of(&a), BreakerState::Open);
     }
 
     #[test]
     fn a_failed_trial_opens_it_again() {
         let name = unique("b");
-        let r = Resilience::new(
-            &name,
-            "http://x",
-            Policy {
-                breaker_failures: 1,
-                open_for: Duration::from_secs(60),
-                ..Policy::default()
-            },
-        );
-        let p = r.admit().expect("closed");
-        r.judge(p, false);
-        let f = r.admit().err().expect("open");
+        let r = Resilience::new(&name, "http://x", ratio(1, 1.0, Duration::from_secs(60)));
+        let a = r.route("a");
+        one(&r, &a, false);
+        let f = r.admit(&a.0).err().expect("open");
         assert_eq!(f.kind, FailureKind::Unavailable);
         assert!(
             f.retry_after.is_some_and(|s| (59..=60).contains(&s)),
             "{f:?}"
         );
         // The same backend reloaded with a shorter open time: its time is up.
-        let r = Resilience::new(
-            &name,
-            "http://x",
-            Policy {
-                breaker_failures: 1,
-                open_for: Duration::from_millis(1),
-                ..Policy::default()
-            },
-        );
+        let r = Resilience::new(&name, "http://x", ratio(1, 1.0, Duration::from_millis(1)));
+        let a = r.route("a");
         std::thread::sleep(Duration::from_millis(5));
-        let trial = r.admit().expect("trial after the open time");
+        let trial = r.admit(&a.0).expect("trial after the open time");
         r.judge(trial, false);
-        assert_eq!(r.state.state.load(Ordering::Acquire), OPEN, "open again");
+        assert_eq!(a.0.state.load(Ordering::Acquire), OPEN, "open again");
     }
 
     #[test]
     fn state_survives_a_recompile_of_the_same_backend() {
         let name = unique("b");
-        let policy = Policy {
-            breaker_failures: 1,
-            ..Policy::default()
-        };
+        let policy = ratio(1, 1.0, DEFAULT_OPEN_FOR);
         let a = Resilience::new(&name, "http://x", policy.clone());
-        let p = a.admit().expect("closed");
-        a.judge(p, false);
+        let route = a.route("t");
+        one(&a, &route, false);
         let b = Resilience::new(&name, "http://x", policy.clone());
-        assert_eq!(b.breaker(), BreakerState::Open);
+        assert_eq!(b.breaker_of(&b.route("t")), BreakerState::Open);
         let other = Resilience::new(&name, "http://y", policy);
-        assert_eq!(other.breaker(), BreakerState::Closed, "another backend");
+        assert_eq!(
+            other.breaker_of(&other.route("t")),
+            BreakerState::Closed,
+            "another backend"
+        );
+    }
+
+    #[test]
+    fn window_words_pack_and_saturate() {
+        assert_eq!(unpack(pack(7, 3, 2)), (7, 3, 2));
+        assert_eq!(
+            unpack(pack(u32::MAX, 1 << 20, 1 << 20)),
+            (u32::MAX, 0xFFFF, 0xFFFF)
+        );
+        let w = Window::default();
+        for i in 0..70_000 {
+            w.record(1000, 0, i % 2 == 0);
+        }
+        assert_eq!(w.totals(1000, 0), (0xFFFF, 35_000));
     }
 
     #[test]

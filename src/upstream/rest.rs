@@ -20,11 +20,31 @@ async fn via_pool(
         .send(req.method, &req.url, req.headers, req.body, limit)
         .await
     {
-        Ok(a) => Ok(RestResponse {
-            status: a.status.as_u16(),
-            headers: a.headers,
-            body: a.body,
-        }),
+        Ok(a) => {
+            if a.replayed {
+                tracing::info!(
+                    reused_connection_lost = "replayed",
+                    "the backend closed a reused connection before answering; the replayable request was sent again on a fresh one"
+                );
+                crate::ops::metrics::reused_connection_lost(&backend.base, "replayed");
+            }
+            Ok(RestResponse {
+                status: a.status.as_u16(),
+                headers: a.headers,
+                body: a.body,
+            })
+        }
+        Err(PoolError::ReusedClosed) => {
+            tracing::warn!(
+                reused_connection_lost = "outcome_unknown",
+                "the backend closed a reused connection before answering a request that is not safe to send again"
+            );
+            crate::ops::metrics::reused_connection_lost(&backend.base, "outcome_unknown");
+            Err(Failure::new(
+                FailureKind::Unavailable,
+                "the backend closed a reused connection before answering; the write may or may not have been applied (send it again with an idempotency key to be safe)",
+            ))
+        }
         Err(e) => {
             tracing::warn!(error = %e, "backend request failed");
             let status = e.status().map(|s| s.as_u16());

@@ -19,6 +19,33 @@ fn read(path: &Path) -> Result<Vec<u8>, String> {
     std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
 }
 
+/// The body to sign or check: `--body-file PATH` or `--body TEXT`.
+pub enum Body {
+    File(std::path::PathBuf),
+    Text(String),
+}
+
+impl Body {
+    /// The body from the two flags; exactly one must be given.
+    pub fn from_flags(
+        file: Option<std::path::PathBuf>,
+        text: Option<String>,
+    ) -> Result<Body, String> {
+        match (file, text) {
+            (Some(f), None) => Ok(Body::File(f)),
+            (None, Some(t)) => Ok(Body::Text(t)),
+            _ => Err("give the body with exactly one of --body-file PATH or --body TEXT".into()),
+        }
+    }
+
+    fn bytes(&self) -> Result<Vec<u8>, String> {
+        match self {
+            Body::File(path) => read(path),
+            Body::Text(text) => Ok(text.as_bytes().to_vec()),
+        }
+    }
+}
+
 fn target(url: &str) -> Result<(String, String, Option<String>), String> {
     let u = url::Url::parse(url).map_err(|e| format!("`{url}` is not a URL: {e}"))?;
     let host = u.host_str().ok_or_else(|| format!("`{url}` has no host"))?;
@@ -35,11 +62,11 @@ fn target(url: &str) -> Result<(String, String, Option<String>), String> {
 
 /// Signs `body` for `POST url` with the private JWK in `key`; returns header lines
 /// (`Content-Type`, `Content-Digest`, `Signature-Input`, `Signature`).
-pub fn sign(key: &Path, url: &str, body: &Path, created: Option<i64>) -> Result<String, String> {
+pub fn sign(key: &Path, url: &str, body: &Body, created: Option<i64>) -> Result<String, String> {
     let jwk: Value = serde_json::from_slice(&read(key)?)
         .map_err(|e| format!("{} is not JSON: {e}", key.display()))?;
     let key = SigningKey::from_jwk(&jwk).map_err(|e| e.to_string())?;
-    let body = read(body)?;
+    let body = body.bytes()?;
     let url = url::Url::parse(url).map_err(|e| format!("`{url}` is not a URL: {e}"))?;
     let headers = sig::sign_webhook(&key, &url, &body, created.unwrap_or_else(now))
         .map_err(|e| e.to_string())?;
@@ -64,12 +91,12 @@ pub fn verify(
     jwks: &Path,
     url: &str,
     headers: &Path,
-    body: &Path,
+    body: &Body,
     max_age: Duration,
 ) -> Result<String, String> {
     let text = String::from_utf8(read(jwks)?).map_err(|e| e.to_string())?;
     let keys = VerifyingKey::from_jwks(&text).map_err(|e| e.to_string())?;
-    let body = read(body)?;
+    let body = body.bytes()?;
     let lines = String::from_utf8(read(headers)?).map_err(|e| e.to_string())?;
     let mut map = HeaderMap::new();
     for line in lines.lines().filter(|l| !l.trim().is_empty()) {
@@ -119,13 +146,14 @@ mod tests {
         std::fs::write(dir.join("jwks.json"), jwks.to_string()).unwrap();
         std::fs::write(dir.join("body.json"), b"{\"event_id\":\"e\"}").unwrap();
         let url = "http://gw.example:8080/webhooks/spa";
-        let lines = sign(&dir.join("k.json"), url, &dir.join("body.json"), None).unwrap();
+        let file = Body::File(dir.join("body.json"));
+        let lines = sign(&dir.join("k.json"), url, &file, None).unwrap();
         std::fs::write(dir.join("h.txt"), &lines).unwrap();
         let ok = verify(
             &dir.join("jwks.json"),
             url,
             &dir.join("h.txt"),
-            &dir.join("body.json"),
+            &file,
             Duration::from_secs(300),
         )
         .unwrap();
@@ -137,10 +165,29 @@ mod tests {
             &dir.join("jwks.json"),
             "http://gw.example:8080/webhooks/other",
             &dir.join("h.txt"),
-            &dir.join("body.json"),
+            &file,
             Duration::from_secs(300),
         );
         assert_eq!(other, Err("signature does not verify".into()));
+        // The same bytes given inline verify the same way; other bytes do not.
+        let inline = Body::Text("{\"event_id\":\"e\"}".into());
+        let ok = verify(
+            &dir.join("jwks.json"),
+            url,
+            &dir.join("h.txt"),
+            &inline,
+            Duration::from_secs(300),
+        );
+        assert!(ok.is_ok(), "{ok:?}");
+        let changed = Body::Text("{\"event_id\":\"f\"}".into());
+        let bad = verify(
+            &dir.join("jwks.json"),
+            url,
+            &dir.join("h.txt"),
+            &changed,
+            Duration::from_secs(300),
+        );
+        assert!(bad.is_err(), "a changed body must not verify");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

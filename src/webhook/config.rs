@@ -61,6 +61,19 @@ impl WebhookConfig {
         super::egress::subject_at(event, &self.resource_id)
     }
 
+    /// The booking id a resource URI of this business names (the inverse of [`Self::uri_for`]).
+    pub fn id_of(&self, uri: &str) -> Option<String> {
+        let (prefix, suffix) = self.resource_uri.split_once("{id}")?;
+        let segment = uri.strip_prefix(prefix)?.strip_suffix(suffix)?;
+        if segment.is_empty() || segment.contains('/') {
+            return None;
+        }
+        percent_encoding::percent_decode_str(segment)
+            .decode_utf8()
+            .ok()
+            .map(|s| s.into_owned())
+    }
+
     /// The URI prefix every booking resource of this business starts with.
     pub fn uri_prefix(&self) -> &str {
         self.resource_uri
@@ -272,4 +285,33 @@ pub fn compile(
         deliver_to,
         retry,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn booking_ids_round_trip_through_resource_uris() {
+        let cfg = WebhookConfig {
+            business: "spa".into(),
+            keys: Vec::new(),
+            algorithms: Vec::new(),
+            max_age: DEFAULT_MAX_AGE,
+            hmac: None,
+            transform: None,
+            event_id: "/event_id".into(),
+            resource_id: "/booking_id".into(),
+            resource_uri: "usp://bookings/{id}/state".into(),
+            method: "usp_webhook".into(),
+            deliver_to: Vec::new(),
+            retry: RetryPolicy::default(),
+        };
+        for id in ["B-1", "a b/c?", "é"] {
+            assert_eq!(cfg.id_of(&cfg.uri_for(id)).as_deref(), Some(id));
+        }
+        assert_eq!(cfg.id_of("usp://bookings//state"), None);
+        assert_eq!(cfg.id_of("usp://bookings/a/b/state"), None);
+        assert_eq!(cfg.id_of("usp://other/B-1/state"), None);
+    }
 }

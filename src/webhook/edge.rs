@@ -1,5 +1,5 @@
-//! What the MCP HTTP edge calls: reading a webhook request, booking-resource reads/subscriptions, `subscriptions/listen`.
-//! It holds no state of its own and never interprets tools.
+//! What the MCP HTTP edge calls: reading a webhook request, booking-resource reads/subscriptions/listing, `subscriptions/listen`.
+//! It holds no state of its own, never interprets tools, and serves a booking only as `auth::access` decides.
 
 use super::ingress::{Ingress, Reply};
 use super::sig::RequestParts;
@@ -55,18 +55,46 @@ pub async fn receive(
     ingress.receive(gateway, business, &rp, &bytes).await
 }
 
-/// True when `uri` is a booking resource some business's webhooks feed.
-fn is_webhook_resource(gateway: &Gateway, uri: &str) -> bool {
-    gateway
-        .businesses
-        .iter()
-        .filter_map(|b| b.webhooks.as_ref())
-        .any(|w| uri.starts_with(w.uri_prefix()))
+/// The business whose webhooks feed the booking resource `uri`.
+fn webhook_business<'g>(gateway: &'g Gateway, uri: &str) -> Option<&'g crate::config::Business> {
+    gateway.businesses.iter().map(|b| &**b).find(|b| {
+        b.webhooks
+            .as_ref()
+            .is_some_and(|w| uri.starts_with(w.uri_prefix()))
+    })
+}
+
+/// Whether the current request may read the booking resource `uri` of `business`
+/// (`auth::access`): `Err` is the answer to give instead.
+async fn may_read(
+    business: &crate::config::Business,
+    uri: &str,
+    modern: bool,
+) -> Result<(), Answer> {
+    let id = business.webhooks.as_ref().and_then(|w| w.id_of(uri));
+    let tier = crate::auth::policy::Tier::Scoped;
+    match crate::auth::access::read(business, tier, id.as_deref()).await {
+        Ok(()) => Ok(()),
+        // Another principal's booking is answered as no booking at all.
+        Err(r) if r.kind == crate::model::FailureKind::Forbidden => Err(Answer::Error {
+            // The era's "resource not found" (-32002 before 2026-07-28).
+            code: if modern {
+                crate::mcp::jsonrpc::INVALID_PARAMS
+            } else {
+                -32002
+            },
+            message: format!("Resource not found: {uri}"),
+            data: Some(json!({ "uri": uri })),
+            http_status: None,
+        }),
+        Err(r) => Err(crate::auth::render_for(business, r).into()),
+    }
 }
 
 /// Answers booking-resource requests of a 2025-era session; `None` leaves the request to the
-/// MCP handler (mapped resources, or not found).
-pub fn intercept(
+/// MCP handler (mapped resources, or not found). A booking the caller may not read is
+/// answered as not found (another principal's) or with the binding's authentication refusal.
+pub async fn intercept(
     ingress: &Ingress,
     gateway: &Gateway,
     session: &str,
@@ -80,8 +108,11 @@ pub fn intercept(
         return None;
     }
     let uri = params?.get("uri")?.as_str()?;
-    if !is_webhook_resource(gateway, uri) {
-        return None;
+    let business = webhook_business(gateway, uri)?;
+    if method != "resources/unsubscribe"
+        && let Err(refused) = may_read(business, uri, session.is_empty()).await
+    {
+        return Some(refused);
     }
     match method {
         "resources/read" => {
@@ -105,16 +136,41 @@ pub fn intercept(
 /// notifications themselves (`true`, or `{"business": [...], "events": [...]}`).
 pub const LISTEN_WEBHOOKS: &str = "dev.portico/webhooks";
 
+/// The `resources/list` entries of the booking resources the caller owns (with an event to
+/// read), for every business whose webhooks feed booking resources and that has a policy.
+pub async fn owned_resources(
+    ingress: &Ingress,
+    gateway: &Gateway,
+    audience: &crate::auth::access::Audience,
+) -> Vec<Value> {
+    let mut out = Vec::new();
+    for b in &gateway.businesses {
+        let (Some(w), Some(_)) = (&b.webhooks, &b.auth) else {
+            continue;
+        };
+        for id in audience.owned(&b.name).await {
+            let uri = w.uri_for(&id);
+            if ingress.hub.latest(&uri).is_some() {
+                out.push(json!({"uri": uri, "name": format!("booking {id}"),
+                                "mimeType": "application/json"}));
+            }
+        }
+    }
+    out
+}
+
 /// Opens a 2026-07-28 `subscriptions/listen` stream for request `id`: the acknowledgement
-/// frame (the honoured subset of the filter) followed by the hub's frames. Portico honours
-/// `resourceSubscriptions` for booking resources and the `dev.portico/webhooks` extension; it
-/// sends no list-changed notifications, so those filter keys are left out of the ack.
-pub fn listen(
+/// frame (the honoured subset of the filter) followed by the hub's frames, each passed by
+/// `gate` (the caller's `auth::access` audience). Portico honours `resourceSubscriptions` for
+/// booking resources the caller may read and the `dev.portico/webhooks` extension; it sends no
+/// list-changed notifications, so those filter keys are left out of the ack.
+pub async fn listen(
     ingress: &Ingress,
     gateway: &Gateway,
     id: &Value,
     params: Option<&Value>,
-) -> Result<impl futures_util::Stream<Item = bytes::Bytes> + Send + 'static, Answer> {
+    gate: Option<std::sync::Arc<dyn super::hub::Gate>>,
+) -> Result<impl futures_util::Stream<Item = bytes::Bytes> + Send + Sync + 'static, Answer> {
     use futures_util::StreamExt;
     let invalid = |m: &str| Answer::Error {
         code: crate::mcp::jsonrpc::INVALID_PARAMS,
@@ -129,15 +185,20 @@ pub fn listen(
         .and_then(|p| p.get("notifications"))
         .and_then(Value::as_object)
         .ok_or_else(|| invalid("subscriptions/listen needs a `notifications` object"))?;
-    let uris: std::collections::HashSet<String> = filter
+    let mut uris = std::collections::HashSet::new();
+    for u in filter
         .get("resourceSubscriptions")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .filter_map(Value::as_str)
-        .filter(|u| is_webhook_resource(gateway, u))
-        .map(str::to_string)
-        .collect();
+    {
+        if let Some(b) = webhook_business(gateway, u)
+            && may_read(b, u, true).await.is_ok()
+        {
+            uris.insert(u.to_string());
+        }
+    }
     let any_webhooks = gateway.businesses.iter().any(|b| b.webhooks.is_some());
     let webhooks = match filter.get(LISTEN_WEBHOOKS) {
         Some(Value::Bool(true)) if any_webhooks => Some(super::hub::Filter::default()),
@@ -173,6 +234,6 @@ pub fn listen(
     let ack = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
                      "params": {"notifications": honored, "_meta": meta}});
     let ack = bytes::Bytes::from(format!("event: message\ndata: {ack}\n\n"));
-    let events = ingress.hub.listen_modern(meta, uris, webhooks);
+    let events = ingress.hub.listen_modern(meta, uris, webhooks, gate);
     Ok(futures_util::stream::once(async move { ack }).chain(events))
 }

@@ -1,13 +1,24 @@
-//! Fan-out to MCP clients: SSE ids, `Last-Event-ID` replay, drop-oldest per-client queues, subscriptions, latest per booking.
-//! It never holds a lock across an await and never lets one slow client block another.
+//! Fan-out to MCP clients: SSE ids, `Last-Event-ID` replay, drop-oldest per-client queues, subscriptions, latest per booking, each client's delivery gate.
+//! It never holds a lock across an await, never lets one slow client block another, and never hands a gated client an event its gate refused.
 
 use bytes::Bytes;
 use moka::sync::Cache;
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::Notify;
+
+/// A [`Gate`]'s answer.
+pub type GateFut<'a> = Pin<Box<dyn Future<Output = bool> + Send + Sync + 'a>>;
+
+/// Decides whether one client stream receives an event (`auth::access` implements it): the
+/// event's `business`, the booking resource `uri` it is about, and when this hub published it.
+pub trait Gate: Send + Sync {
+    fn allows<'a>(&'a self, business: &'a str, uri: Option<&'a str>, at: Instant) -> GateFut<'a>;
+}
 
 /// Buffer sizes.
 #[derive(Debug, Clone)]
@@ -41,6 +52,8 @@ pub struct Event {
     /// The event type (`event` member), when it has one.
     pub kind: Option<String>,
     pub uri: Option<String>,
+    /// When this hub published (or restored) it.
+    pub at: Instant,
     /// The notification method and the event (for frames built per listener).
     method: String,
     event: Arc<Value>,
@@ -91,11 +104,15 @@ enum Mode {
     },
 }
 
+/// A queued frame and the event it was built from (what the client's gate judges).
+type Queued = (Bytes, Arc<Event>);
+
 struct Client {
     mode: Mode,
     filter: Filter,
-    queue: Mutex<VecDeque<Bytes>>,
+    queue: Mutex<VecDeque<Queued>>,
     notify: Notify,
+    gate: Option<Arc<dyn Gate>>,
 }
 
 #[derive(Default)]
@@ -192,7 +209,7 @@ impl Hub {
         }
     }
 
-    fn enqueue(&self, c: &Client, frame: Bytes) {
+    fn enqueue(&self, c: &Client, frame: Queued) {
         let dropped = match c.queue.lock() {
             Ok(mut q) => {
                 let dropped = if q.len() >= self.opts.queue {
@@ -241,10 +258,10 @@ impl Hub {
     }
 
     /// Queues `e` for every client that wants it.
-    fn fan_out(&self, st: &State, e: &Event) {
+    fn fan_out(&self, st: &State, e: &Arc<Event>) {
         for c in st.clients.values() {
             if let Some(f) = self.frames(c, e) {
-                self.enqueue(c, f);
+                self.enqueue(c, (f, e.clone()));
             }
         }
     }
@@ -321,6 +338,7 @@ impl Hub {
             business: business.to_string(),
             kind,
             uri,
+            at: Instant::now(),
             method: method.to_string(),
             event,
             notification,
@@ -358,14 +376,21 @@ impl Hub {
     }
 
     /// Opens a client stream for `session`: events after `last_event_id` still in the replay
-    /// buffer first, then live ones. The client is removed when the stream is dropped.
+    /// buffer first, then live ones, each only when `gate` (if any) allows it. The client is
+    /// removed when the stream is dropped.
     pub fn listen(
         self: &Arc<Self>,
         session: &str,
         filter: Filter,
         last_event_id: Option<u64>,
-    ) -> impl futures_util::Stream<Item = Bytes> + Send + 'static {
-        self.open(Mode::Session(session.to_string()), filter, last_event_id)
+        gate: Option<Arc<dyn Gate>>,
+    ) -> impl futures_util::Stream<Item = Bytes> + Send + Sync + 'static {
+        self.open(
+            Mode::Session(session.to_string()),
+            filter,
+            last_event_id,
+            gate,
+        )
     }
 
     /// Opens a `subscriptions/listen` stream (2026-07-28): `resources/updated` for `uris`, and
@@ -375,13 +400,14 @@ impl Hub {
         meta: Value,
         uris: HashSet<String>,
         webhooks: Option<Filter>,
-    ) -> impl futures_util::Stream<Item = Bytes> + Send + 'static {
+        gate: Option<Arc<dyn Gate>>,
+    ) -> impl futures_util::Stream<Item = Bytes> + Send + Sync + 'static {
         let mode = Mode::Listen {
             meta,
             uris,
             webhooks: webhooks.is_some(),
         };
-        self.open(mode, webhooks.unwrap_or_default(), None)
+        self.open(mode, webhooks.unwrap_or_default(), None, gate)
     }
 
     fn open(
@@ -389,12 +415,14 @@ impl Hub {
         mode: Mode,
         filter: Filter,
         last_event_id: Option<u64>,
-    ) -> impl futures_util::Stream<Item = Bytes> + Send + 'static {
+        gate: Option<Arc<dyn Gate>>,
+    ) -> impl futures_util::Stream<Item = Bytes> + Send + Sync + 'static {
         let client = Arc::new(Client {
             mode,
             filter,
             queue: Mutex::new(VecDeque::new()),
             notify: Notify::new(),
+            gate,
         });
         let mut id = 0;
         if let Ok(mut st) = self.state.lock() {
@@ -403,7 +431,7 @@ impl Hub {
                 for e in st.ring.iter().filter(|e| e.seq > last) {
                     if let Some(f) = self.frames(&client, e) {
                         if let Ok(mut q) = client.queue.lock() {
-                            q.push_back(f);
+                            q.push_back((f, e.clone()));
                         }
                         replayed += 1;
                     }
@@ -421,10 +449,16 @@ impl Hub {
         futures_util::stream::unfold((client, guard), |(c, g)| async move {
             loop {
                 let next = c.queue.lock().ok().and_then(|mut q| q.pop_front());
-                if let Some(b) = next {
-                    return Some((b, (c, g)));
+                let Some((frame, e)) = next else {
+                    c.notify.notified().await;
+                    continue;
+                };
+                if let Some(gate) = &c.gate
+                    && !gate.allows(&e.business, e.uri.as_deref(), e.at).await
+                {
+                    continue;
                 }
-                c.notify.notified().await;
+                return Some((frame, (c, g)));
             }
         })
     }
@@ -475,7 +509,7 @@ mod tests {
     #[tokio::test]
     async fn live_events_arrive_in_order_with_ids() {
         let hub = Hub::new(HubOptions::default());
-        let mut s = Box::pin(hub.listen("s1", Filter::default(), None));
+        let mut s = Box::pin(hub.listen("s1", Filter::default(), None, None));
         hub.publish("spa", "usp_webhook", ev("e1", "A-1"), None);
         hub.publish("spa", "usp_webhook", ev("e2", "A-1"), None);
         let one = next_text(&mut s).await;
@@ -499,15 +533,46 @@ mod tests {
             json!({"event": "booking.canceled", "event_id": "h1"}),
             None,
         );
-        let mut s = Box::pin(hub.listen("s1", Filter::from_query(Some("business=spa")), Some(1)));
+        let mut s = Box::pin(hub.listen(
+            "s1",
+            Filter::from_query(Some("business=spa")),
+            Some(1),
+            None,
+        ));
         assert!(next_text(&mut s).await.starts_with("id: 2\n"));
         assert!(next_text(&mut s).await.starts_with("id: 3\n"));
         hub.publish("spa", "usp_webhook", ev("e5", "A-2"), None);
         // The hotel event (seq 4) was filtered out.
         assert!(next_text(&mut s).await.starts_with("id: 5\n"));
         let f = Filter::from_query(Some("events=booking.canceled"));
-        let mut h = Box::pin(hub.listen("s2", f, Some(0)));
+        let mut h = Box::pin(hub.listen("s2", f, Some(0), None));
         assert!(next_text(&mut h).await.contains("\"h1\""));
+    }
+
+    /// Lets through the events of one business only.
+    struct Only(&'static str);
+
+    impl Gate for Only {
+        fn allows<'a>(&'a self, business: &'a str, _: Option<&'a str>, _: Instant) -> GateFut<'a> {
+            let ok = business == self.0;
+            Box::pin(async move { ok })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_gated_client_gets_only_what_its_gate_allows_live_and_replayed() {
+        let hub = Hub::new(HubOptions::default());
+        hub.publish("hotel", "usp_webhook", ev("h0", "H-1"), None);
+        hub.publish("spa", "usp_webhook", ev("s0", "A-1"), None);
+        let gate: Arc<dyn Gate> = Arc::new(Only("spa"));
+        let mut gated = Box::pin(hub.listen("s1", Filter::default(), Some(0), Some(gate)));
+        let mut open = Box::pin(hub.listen("s2", Filter::default(), None, None));
+        hub.publish("hotel", "usp_webhook", ev("h1", "H-1"), None);
+        hub.publish("spa", "usp_webhook", ev("s1", "A-1"), None);
+        assert!(next_text(&mut gated).await.contains("\"s0\""), "replayed");
+        assert!(next_text(&mut gated).await.contains("\"s1\""), "live");
+        assert!(next_text(&mut open).await.contains("\"h1\""));
+        assert!(next_text(&mut open).await.contains("\"s1\""));
     }
 
     #[tokio::test]
@@ -516,7 +581,7 @@ mod tests {
             queue: 2,
             ..HubOptions::default()
         });
-        let mut s = Box::pin(hub.listen("s1", Filter::default(), None));
+        let mut s = Box::pin(hub.listen("s1", Filter::default(), None, None));
         for n in 1..=5 {
             hub.publish("spa", "usp_webhook", ev(&format!("e{n}"), "A-1"), None);
         }
@@ -529,7 +594,7 @@ mod tests {
         let hub = Hub::new(HubOptions::default());
         let uri = "usp://bookings/A-1".to_string();
         hub.set_subscription("s1", &uri, true);
-        let mut s = Box::pin(hub.listen("s1", Filter::from_query(Some("events=none")), None));
+        let mut s = Box::pin(hub.listen("s1", Filter::from_query(Some("events=none")), None, None));
         hub.publish("spa", "usp_webhook", ev("e1", "A-1"), Some(uri.clone()));
         let text = next_text(&mut s).await;
         assert!(text.contains("notifications/resources/updated"), "{text}");

@@ -166,6 +166,29 @@ def start_demo(*extra: str) -> Demo:
     return Demo(proc=proc, mcp_url=mcp_url, backend_url=backend_url, stderr_path=stderr_path, stdout_lines=seen)
 
 
+def serve(tmp_path: Path, mapping: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
+    """`portico serve --listen 127.0.0.1:0 [extra...] mapping`; its MCP URL."""
+    proc = subprocess.Popen(
+        [str(portico_bin()), "serve", "--listen", "127.0.0.1:0", *extra, str(mapping)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=(tmp_path / "stderr").open("w"),
+        text=True, bufsize=1,
+    )
+    lines: queue.Queue[str | None] = queue.Queue()
+    threading.Thread(target=_pump_stdout, args=(proc, lines), daemon=True).start()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=0.5)
+        except queue.Empty:
+            continue
+        if line is None:
+            break
+        if line.startswith("mcp:"):
+            return proc, line.partition(":")[2].strip()
+    _stop(proc)
+    pytest.fail("portico serve printed no `mcp:` line:\n" + (tmp_path / "stderr").read_text(), pytrace=False)
+
+
 def stop_demo(demo: Demo) -> None:
     _stop(demo.proc)
     try:

@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
-import queue
-import subprocess
 import threading
-import time
 import urllib.error
 import urllib.request
 from datetime import timedelta
@@ -27,7 +24,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 from http_message_signatures import HTTPMessageSigner, HTTPMessageVerifier, MappingKeyResolver, algorithms
 
-from conftest import _pump_stdout, _stop, portico_bin
+from conftest import _stop, serve
 
 ROOT = Path(__file__).resolve().parents[2]
 MODERN = "2026-07-28"
@@ -75,27 +72,6 @@ class Recorder(BaseHTTPRequestHandler):
         pass
 
 
-def serve(tmp_path: Path, mapping: Path) -> tuple[subprocess.Popen[str], str]:
-    """`portico serve --listen 127.0.0.1:0 mapping`; its MCP URL."""
-    proc = subprocess.Popen(
-        [str(portico_bin()), "serve", "--listen", "127.0.0.1:0", str(mapping)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=(tmp_path / "stderr").open("w"),
-        text=True, bufsize=1,
-    )
-    lines: queue.Queue[str | None] = queue.Queue()
-    threading.Thread(target=_pump_stdout, args=(proc, lines), daemon=True).start()
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            line = lines.get(timeout=0.5)
-        except queue.Empty:
-            continue
-        if line is None:
-            break
-        if line.startswith("mcp:"):
-            return proc, line.partition(":")[2].strip()
-    _stop(proc)
-    pytest.fail("portico serve printed no `mcp:` line:\n" + (tmp_path / "stderr").read_text(), pytrace=False)
 
 
 class Message:

@@ -118,7 +118,7 @@ def test_portico_signatures_verify_with_http_message_signatures(kind: str, tmp_p
     body = json.dumps({"event": "booking.confirmed", "event_id": str(uuid.uuid4())}).encode()
     (tmp_path / "body.json").write_bytes(body)
     url = "https://platform.example:8443/webhooks/usp"
-    out = run("webhook-sign", "--key", "key.json", "--url", url, "--body", "body.json", cwd=tmp_path)
+    out = run("webhook-sign", "--key", "key.json", "--url", url, "--body-file", "body.json", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     headers = {}
     for line in out.stdout.splitlines():
@@ -148,7 +148,7 @@ def test_http_message_signatures_verify_in_portico(kind: str, tmp_path: Path) ->
     url = "http://gw.example:8080/webhooks/spa"
     headers = python_sign(kind, key, jwk["kid"], url, body)
     (tmp_path / "headers.txt").write_text("".join(f"{k}: {v}\n" for k, v in headers.items()))
-    args = ["webhook-verify", "--jwks", "jwks.json", "--headers", "headers.txt", "--body", "body.json"]
+    args = ["webhook-verify", "--jwks", "jwks.json", "--headers", "headers.txt", "--body-file", "body.json"]
     ok = run(*args, "--url", url, cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.startswith(f"ok: label sig1 keyid {jwk['kid']}"), ok.stdout

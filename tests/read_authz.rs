@@ -1,0 +1,691 @@
+//! Authorization of every read and every delivery over real HTTP: the demo spa backend (which
+//! sends a signed webhook for each booking) behind portico with an API-key policy for two
+//! partners, mapped resources and a prompt embedding one. For each path (GET stream,
+//! `subscriptions/listen`, `resources/read`, `resources/subscribe`, `resources/list`, resource
+//! templates, prompts, mapped REST resources) an anonymous caller and a second partner see
+//! nothing of the first partner's booking, while the first partner sees it.
+
+mod common;
+use common::*;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+const KEY_A: &str = "partner-a-key-0123456789abcdef";
+const KEY_B: &str = "partner-b-key-0123456789abcdef";
+const PROFILE: &str = "https://agent.example/profiles/a.json";
+
+/// The policy, resources and prompt added to the demo spa mapping.
+const EXTRA: &str = r#"
+authorization:
+  accepted_mechanisms: [api_key, booking_scoped_credential]
+  api_keys:
+    - { name: partner-a, value: "partner-a-key-0123456789abcdef" }
+    - { name: partner-b, value: "partner-b-key-0123456789abcdef" }
+  booking_scoped_credential:
+    issue: { usp_bookings_create: /booking/id }
+  resources: { "spa://catalog": public }
+
+resources:
+  "spa://catalog":
+    http: GET /treatments
+    name: catalog
+  "spa://catalog/staff":
+    http: GET /treatments
+    name: staff catalog
+  "spa://appointments/{booking_id}":
+    http: GET /appointments/{booking_id}
+    name: appointment
+    mime_type: application/json
+
+prompts:
+  appointment_brief:
+    description: Briefs an agent on one appointment.
+    arguments:
+      booking_id: { description: The booking, required: true }
+    messages:
+      - resource_text: "spa://appointments/{{ booking_id }}"
+      - text: Summarise this appointment.
+"#;
+
+/// How long a refused stream is watched for a frame it must not get: past the time an event
+/// about a booking whose owner is not yet recorded may wait for it.
+const QUIET: Duration = Duration::from_millis(4_500);
+
+struct Env {
+    gw: portico::app::Running,
+    http: reqwest::Client,
+    url: String,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    dir: std::path::PathBuf,
+}
+
+impl Env {
+    async fn start() -> Env {
+        let (outbox, events) = tokio::sync::mpsc::channel(1024);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let backend = listener.local_addr().unwrap();
+        let serve = portico::demo::backend::Backend::new()
+            .with_outbox(outbox)
+            .serve(listener);
+        let backend_task = tokio::spawn(async move {
+            let _ = serve.await;
+        });
+        let dir = portico::demo::write_files(backend, None).unwrap();
+        let spa = dir.join("mappings/demo-spa.yaml");
+        let mut text = std::fs::read_to_string(&spa).unwrap();
+        text.push_str(EXTRA);
+        std::fs::write(&spa, text).unwrap();
+        let gw = gateway(&[spa]).await;
+        let hooks = url::Url::parse(&format!(
+            "http://{}/webhooks/{}",
+            gw.addr,
+            portico::demo::WEBHOOK_BUSINESS
+        ))
+        .unwrap();
+        let sender = tokio::spawn(portico::demo::webhooks::run(events, hooks));
+        let url = gw.mcp_url();
+        Env {
+            gw,
+            http: reqwest::Client::new(),
+            url,
+            tasks: vec![backend_task, sender],
+            dir,
+        }
+    }
+
+    async fn stop(self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+        self.gw.stop().await.unwrap();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+
+    /// A 2026-07-28 request with `key` (when given) as `X-API-Key`.
+    async fn modern(&self, key: Option<&str>, method: &str, params: Value) -> Answer {
+        let mut rb = modern(&self.http, &self.url, 1, method, params);
+        if let Some(k) = key {
+            rb = rb.header("x-api-key", k);
+        }
+        send(rb).await
+    }
+
+    /// A 2025-era session for `key`'s requests.
+    async fn session(&self) -> String {
+        let (sid, a) = initialize(&self.http, &self.url, "2025-11-25").await;
+        assert_eq!(a.status, 200, "{}", a.text);
+        sid
+    }
+
+    async fn legacy(&self, key: Option<&str>, sid: &str, method: &str, params: Value) -> Answer {
+        let body = json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": params});
+        let mut rb = legacy(&self.http, &self.url, sid, body);
+        if let Some(k) = key {
+            rb = rb.header("x-api-key", k);
+        }
+        send(rb).await
+    }
+
+    /// The session's GET stream, opened with `key`.
+    async fn stream(&self, key: Option<&str>, sid: &str) -> Sse {
+        let mut rb = self
+            .http
+            .get(&self.url)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", sid);
+        if let Some(k) = key {
+            rb = rb.header("x-api-key", k);
+        }
+        let resp = rb.send().await.unwrap();
+        assert_eq!(resp.status(), 200);
+        Sse::new(resp)
+    }
+
+    /// A 2026-07-28 `subscriptions/listen` stream opened with `key`: its acknowledgement and
+    /// the stream.
+    async fn listen(&self, key: Option<&str>, uris: &[&str]) -> (Value, Sse) {
+        let params = json!({"notifications": {
+            "resourceSubscriptions": uris, "dev.portico/webhooks": true}});
+        let mut rb = modern(&self.http, &self.url, 7, "subscriptions/listen", params);
+        if let Some(k) = key {
+            rb = rb.header("x-api-key", k);
+        }
+        let resp = rb.send().await.unwrap();
+        assert_eq!(resp.status(), 200);
+        let mut sse = Sse::new(resp);
+        let ack = sse.next(Duration::from_secs(5)).await.expect("an ack");
+        assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+        (ack, sse)
+    }
+
+    /// A started environment in which partner A booked, and the booking's webhook event
+    /// arrived: the booking id and its `usp://bookings/{id}` resource.
+    async fn booked() -> (Env, String, String) {
+        let env = Env::start().await;
+        let id = env.book().await;
+        env.event_arrived(&id).await;
+        let uri = format!("usp://bookings/{id}");
+        (env, id, uri)
+    }
+
+    /// Partner A books a massage; the booking id.
+    async fn book(&self) -> String {
+        let sc = self.book_result().await;
+        sc["booking"]["id"].as_str().unwrap_or_default().to_string()
+    }
+
+    /// Partner A books a massage; the tool's `structuredContent`.
+    async fn book_result(&self) -> Value {
+        let a = self
+            .modern(
+                None,
+                "tools/call",
+                json!({"name": "usp_availability_query", "arguments": {
+                    "service_id": "MASSAGE-60", "start_date": "2026-12-01", "end_date": "2026-12-03"}}),
+            )
+            .await;
+        let slot = a.sc()["slots"][0]["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no slot: {}", a.text))
+            .to_string();
+        let args = json!({"service_id": "MASSAGE-60", "slot_id": slot,
+            "buyer": {"first_name": "Alice", "last_name": "Smith", "email": "alice@example.com"},
+            "_meta": {"usp": {"profile": PROFILE,
+                              "idempotency_key": uuid::Uuid::new_v4().to_string()}}});
+        let a = self
+            .modern(
+                Some(KEY_A),
+                "tools/call",
+                json!({"name": "usp_bookings_create", "arguments": args}),
+            )
+            .await;
+        assert!(
+            a.sc()["booking"]["id"].is_string(),
+            "not booked: {}",
+            a.text
+        );
+        a.sc().clone()
+    }
+
+    /// Partner A cancels the booking (another webhook event about it).
+    async fn cancel(&self, id: &str) {
+        let args = json!({"booking_id": id, "reason": "test",
+            "_meta": {"usp": {"profile": PROFILE,
+                              "idempotency_key": uuid::Uuid::new_v4().to_string()}}});
+        let a = self
+            .modern(
+                Some(KEY_A),
+                "tools/call",
+                json!({"name": "usp_bookings_cancel", "arguments": args}),
+            )
+            .await;
+        assert_eq!(a.sc()["booking"]["status"], "canceled", "{}", a.text);
+    }
+
+    /// Waits until the booking's webhook event arrived (its owner can read it).
+    async fn event_arrived(&self, id: &str) {
+        let uri = format!("usp://bookings/{id}");
+        for _ in 0..100 {
+            let a = self
+                .modern(Some(KEY_A), "resources/read", json!({"uri": uri}))
+                .await;
+            if a.result()["contents"].is_array() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the webhook event for {id} never arrived");
+    }
+}
+
+/// A minimal SSE reader: the JSON of each `data:` line, in order; comments are skipped.
+struct Sse {
+    resp: reqwest::Response,
+    buf: String,
+}
+
+impl Sse {
+    fn new(resp: reqwest::Response) -> Sse {
+        Sse {
+            resp,
+            buf: String::new(),
+        }
+    }
+
+    /// The next message within `wait`, or `None`.
+    async fn next(&mut self, wait: Duration) -> Option<Value> {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            while let Some(end) = self.buf.find("\n\n") {
+                let event: String = self.buf.drain(..end + 2).collect();
+                if let Some(data) = event.lines().find_map(|l| l.strip_prefix("data:")) {
+                    return Some(serde_json::from_str(data.trim()).expect("JSON data"));
+                }
+            }
+            let chunk = tokio::time::timeout_at(deadline, self.resp.chunk()).await;
+            match chunk {
+                Ok(Ok(Some(bytes))) => self.buf.push_str(&String::from_utf8_lossy(&bytes)),
+                Ok(_) | Err(_) => return None,
+            }
+        }
+    }
+
+    /// Asserts that nothing arrives for [`QUIET`].
+    async fn stays_quiet(&mut self, who: &str) {
+        if let Some(m) = self.next(QUIET).await {
+            panic!("{who} received {m}");
+        }
+    }
+}
+
+/// The binding's refusal of a request that presented no credential (USP: -32006
+/// `authentication_required`), naming nothing of the booking.
+fn unauthenticated(a: &Answer, what: &str) {
+    assert_eq!(
+        a.body["error"]["data"]["code"], "authentication_required",
+        "{what}: {}",
+        a.text
+    );
+    assert!(!a.text.contains("alice"), "{what}: {}", a.text);
+}
+
+fn booking_of(m: &Value) -> &str {
+    m["params"]["booking_id"].as_str().unwrap_or("")
+}
+
+/// 2025-era GET streams: the booking's webhook notification reaches partner A's stream only.
+#[tokio::test]
+async fn get_stream_delivers_a_booking_event_only_to_its_owner() {
+    let env = Env::start().await;
+    let (sa, sb, sn) = (
+        env.session().await,
+        env.session().await,
+        env.session().await,
+    );
+    let mut a = env.stream(Some(KEY_A), &sa).await;
+    let mut b = env.stream(Some(KEY_B), &sb).await;
+    let mut anon = env.stream(None, &sn).await;
+    let id = env.book().await;
+    let got = a.next(Duration::from_secs(10)).await.expect("A's event");
+    assert_eq!(got["method"], "usp_webhook");
+    assert_eq!(booking_of(&got), id);
+    assert_eq!(got["params"]["data"]["buyer"]["email"], "alice@example.com");
+    b.stays_quiet("partner B").await;
+    anon.stays_quiet("an anonymous stream").await;
+    // A replay with Last-Event-ID is judged the same way.
+    let resp = env
+        .http
+        .get(&env.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &sb)
+        .header("last-event-id", "0")
+        .header("x-api-key", KEY_B)
+        .send()
+        .await
+        .unwrap();
+    Sse::new(resp).stays_quiet("partner B's replay").await;
+    env.stop().await;
+}
+
+/// 2026-07-28 `subscriptions/listen`: the acknowledgement honours the booking resource for its
+/// owner only, and only the owner's stream carries the booking's notifications.
+#[tokio::test]
+async fn listen_streams_carry_a_booking_only_to_its_owner() {
+    let (env, id, uri) = Env::booked().await;
+    let (ack_a, mut a) = env.listen(Some(KEY_A), &[&uri]).await;
+    let (ack_b, mut b) = env.listen(Some(KEY_B), &[&uri]).await;
+    let (ack_n, mut anon) = env.listen(None, &[&uri]).await;
+    assert_eq!(
+        ack_a["params"]["notifications"]["resourceSubscriptions"],
+        json!([uri])
+    );
+    for ack in [&ack_b, &ack_n] {
+        assert!(
+            ack["params"]["notifications"]
+                .get("resourceSubscriptions")
+                .is_none(),
+            "{ack}"
+        );
+    }
+    env.cancel(&id).await;
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let m = a.next(Duration::from_secs(10)).await.expect("A's frames");
+        seen.push(m["method"].as_str().unwrap_or("").to_string());
+        if m["method"] == "usp_webhook" {
+            assert_eq!(booking_of(&m), id);
+            assert_eq!(m["params"]["event"], "booking.canceled");
+        } else {
+            assert_eq!(m["params"]["uri"], uri.as_str());
+        }
+    }
+    seen.sort();
+    assert_eq!(seen, ["notifications/resources/updated", "usp_webhook"]);
+    b.stays_quiet("partner B").await;
+    anon.stays_quiet("an anonymous listener").await;
+    env.stop().await;
+}
+
+/// `resources/read` of the webhook-fed booking resource, at 2026-07-28 and in a 2025 session.
+#[tokio::test]
+async fn booking_resource_reads_are_the_owners() {
+    let (env, id, uri) = Env::booked().await;
+    let a = env
+        .modern(Some(KEY_A), "resources/read", json!({"uri": uri}))
+        .await;
+    let text = a.result()["contents"][0]["text"].as_str().unwrap_or("");
+    assert!(
+        text.contains(&id) && text.contains("alice@example.com"),
+        "{}",
+        a.text
+    );
+    let b = env
+        .modern(Some(KEY_B), "resources/read", json!({"uri": uri}))
+        .await;
+    assert_eq!(b.error_code(), Some(-32602), "{}", b.text);
+    assert!(!b.text.contains("alice"), "{}", b.text);
+    let anon = env
+        .modern(None, "resources/read", json!({"uri": uri}))
+        .await;
+    unauthenticated(&anon, "");
+    assert!(!anon.text.contains("alice"), "{}", anon.text);
+    // The same in a 2025 session: -32002 for partner B, a refusal for no credential.
+    let sid = env.session().await;
+    let b = env
+        .legacy(Some(KEY_B), &sid, "resources/read", json!({"uri": uri}))
+        .await;
+    assert_eq!(b.error_code(), Some(-32002), "{}", b.text);
+    let anon = env
+        .legacy(None, &sid, "resources/read", json!({"uri": uri}))
+        .await;
+    unauthenticated(&anon, "");
+    let a = env
+        .legacy(Some(KEY_A), &sid, "resources/read", json!({"uri": uri}))
+        .await;
+    assert!(a.text.contains("alice@example.com"), "{}", a.text);
+    env.stop().await;
+}
+
+/// `resources/subscribe` (2025 sessions): only the owner may subscribe, and only its stream
+/// gets `notifications/resources/updated`.
+#[tokio::test]
+async fn booking_subscriptions_are_the_owners() {
+    let (env, id, uri) = Env::booked().await;
+    let (sa, sb, sn) = (
+        env.session().await,
+        env.session().await,
+        env.session().await,
+    );
+    let b = env
+        .legacy(Some(KEY_B), &sb, "resources/subscribe", json!({"uri": uri}))
+        .await;
+    assert_eq!(b.error_code(), Some(-32002), "{}", b.text);
+    let anon = env
+        .legacy(None, &sn, "resources/subscribe", json!({"uri": uri}))
+        .await;
+    unauthenticated(&anon, "");
+    let a = env
+        .legacy(Some(KEY_A), &sa, "resources/subscribe", json!({"uri": uri}))
+        .await;
+    assert_eq!(a.result(), &json!({}), "{}", a.text);
+    // Streams filtered to resource updates only (no webhook notifications).
+    let open = |key: Option<&'static str>, sid: String| {
+        let env = &env;
+        async move {
+            let mut rb = env
+                .http
+                .get(format!("{}?events=none", env.url))
+                .header("accept", "text/event-stream")
+                .header("mcp-session-id", sid);
+            if let Some(k) = key {
+                rb = rb.header("x-api-key", k);
+            }
+            Sse::new(rb.send().await.unwrap())
+        }
+    };
+    let mut sa_stream = open(Some(KEY_A), sa).await;
+    let mut sb_stream = open(Some(KEY_B), sb).await;
+    let mut sn_stream = open(None, sn).await;
+    env.cancel(&id).await;
+    let m = sa_stream
+        .next(Duration::from_secs(10))
+        .await
+        .expect("A's update");
+    assert_eq!(m["method"], "notifications/resources/updated");
+    assert_eq!(m["params"]["uri"], uri.as_str());
+    sb_stream.stays_quiet("partner B").await;
+    sn_stream.stays_quiet("an anonymous session").await;
+    env.stop().await;
+}
+
+/// `resources/list`: the owner's list names its booking; partner B's and an anonymous list do
+/// not, and privileged mapped resources are not listed to anonymous callers.
+#[tokio::test]
+async fn resource_lists_name_only_the_callers_bookings() {
+    let (env, _, uri) = Env::booked().await;
+    let uris = |a: &Answer| -> Vec<String> {
+        a.result()["resources"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{}", a.text))
+            .iter()
+            .filter_map(|r| r["uri"].as_str().map(str::to_string))
+            .collect()
+    };
+    let a = env.modern(Some(KEY_A), "resources/list", json!({})).await;
+    assert_eq!(
+        uris(&a),
+        ["spa://catalog", "spa://catalog/staff", uri.as_str()]
+    );
+    assert_eq!(a.result()["cacheScope"], "private");
+    let b = env.modern(Some(KEY_B), "resources/list", json!({})).await;
+    assert_eq!(uris(&b), ["spa://catalog", "spa://catalog/staff"]);
+    let anon = env.modern(None, "resources/list", json!({})).await;
+    assert_eq!(uris(&anon), ["spa://catalog"]);
+    // A 2025 session lists the same way.
+    let sid = env.session().await;
+    let a = env
+        .legacy(Some(KEY_A), &sid, "resources/list", json!({}))
+        .await;
+    assert!(uris(&a).contains(&uri), "{}", a.text);
+    let b = env
+        .legacy(Some(KEY_B), &sid, "resources/list", json!({}))
+        .await;
+    assert!(!uris(&b).contains(&uri), "{}", b.text);
+    env.stop().await;
+}
+
+/// Resource templates: the appointment template is listed and completed for partners only, and
+/// a URI made from it reads partner A's booking for partner A alone.
+#[tokio::test]
+async fn templates_are_listed_to_partners_and_read_by_the_owner() {
+    let env = Env::start().await;
+    let id = env.book().await;
+    let template = "spa://appointments/{booking_id}";
+    let listed = |a: &Answer| -> bool {
+        a.result()["resourceTemplates"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{}", a.text))
+            .iter()
+            .any(|t| t["uriTemplate"] == template)
+    };
+    for key in [KEY_A, KEY_B] {
+        let l = env
+            .modern(Some(key), "resources/templates/list", json!({}))
+            .await;
+        assert!(listed(&l), "{}", l.text);
+    }
+    let anon = env
+        .modern(None, "resources/templates/list", json!({}))
+        .await;
+    assert!(!listed(&anon), "{}", anon.text);
+    let complete = json!({"ref": {"type": "ref/resource", "uri": template},
+                          "argument": {"name": "booking_id", "value": ""}});
+    let c = env
+        .modern(None, "completion/complete", complete.clone())
+        .await;
+    assert_eq!(c.error_code(), Some(-32602), "{}", c.text);
+    let c = env
+        .modern(Some(KEY_B), "completion/complete", complete)
+        .await;
+    assert!(c.result()["completion"]["values"].is_array(), "{}", c.text);
+    let uri = format!("spa://appointments/{id}");
+    let b = env
+        .modern(Some(KEY_B), "resources/read", json!({"uri": uri}))
+        .await;
+    assert_eq!(b.error_code(), Some(-32602), "{}", b.text);
+    let anon = env
+        .modern(None, "resources/read", json!({"uri": uri}))
+        .await;
+    unauthenticated(&anon, "");
+    let a = env
+        .modern(Some(KEY_A), "resources/read", json!({"uri": uri}))
+        .await;
+    assert!(a.text.contains("alice@example.com"), "{}", a.text);
+    env.stop().await;
+}
+
+/// Prompts that embed a resource render it only for a caller who may read it.
+#[tokio::test]
+async fn prompts_embed_a_booking_only_for_its_owner() {
+    let env = Env::start().await;
+    let id = env.book().await;
+    let params = json!({"name": "appointment_brief", "arguments": {"booking_id": id}});
+    let a = env.modern(Some(KEY_A), "prompts/get", params.clone()).await;
+    let first = &a.result()["messages"][0]["content"]["text"];
+    assert!(
+        first
+            .as_str()
+            .is_some_and(|t| t.contains("alice@example.com")),
+        "{}",
+        a.text
+    );
+    let b = env.modern(Some(KEY_B), "prompts/get", params.clone()).await;
+    assert_eq!(b.error_code(), Some(-32602), "{}", b.text);
+    assert!(!b.text.contains("alice"), "{}", b.text);
+    let anon = env.modern(None, "prompts/get", params.clone()).await;
+    unauthenticated(&anon, "");
+    assert!(!anon.text.contains("alice"), "{}", anon.text);
+    // In a 2025 session too.
+    let sid = env.session().await;
+    let b = env.legacy(Some(KEY_B), &sid, "prompts/get", params).await;
+    assert!(
+        b.error_code().is_some() && !b.text.contains("alice"),
+        "{}",
+        b.text
+    );
+    env.stop().await;
+}
+
+/// Mapped REST resources in a 2025 session: reads and subscriptions of partner A's appointment
+/// are partner A's; the public catalog stays open to everyone.
+#[tokio::test]
+async fn mapped_rest_resources_are_the_owners() {
+    let env = Env::start().await;
+    let id = env.book().await;
+    let uri = format!("spa://appointments/{id}");
+    let sid = env.session().await;
+    for method in ["resources/read", "resources/subscribe"] {
+        let b = env
+            .legacy(Some(KEY_B), &sid, method, json!({"uri": uri}))
+            .await;
+        assert_eq!(b.error_code(), Some(-32002), "{method}: {}", b.text);
+        assert!(!b.text.contains("alice"), "{}", b.text);
+        let anon = env.legacy(None, &sid, method, json!({"uri": uri})).await;
+        unauthenticated(&anon, method);
+    }
+    let a = env
+        .legacy(Some(KEY_A), &sid, "resources/read", json!({"uri": uri}))
+        .await;
+    let text = a.result()["contents"][0]["text"].as_str().unwrap_or("");
+    assert!(text.contains("alice@example.com"), "{}", a.text);
+    let a = env
+        .legacy(
+            Some(KEY_A),
+            &sid,
+            "resources/subscribe",
+            json!({"uri": uri}),
+        )
+        .await;
+    assert_eq!(a.result(), &json!({}), "{}", a.text);
+    // A privileged resource without an owned subject: any partner, never anonymous.
+    let anon = env
+        .legacy(
+            None,
+            &sid,
+            "resources/read",
+            json!({"uri": "spa://catalog/staff"}),
+        )
+        .await;
+    unauthenticated(&anon, "");
+    let b = env
+        .legacy(
+            Some(KEY_B),
+            &sid,
+            "resources/read",
+            json!({"uri": "spa://catalog/staff"}),
+        )
+        .await;
+    assert!(b.result()["contents"].is_array(), "{}", b.text);
+    let open = env
+        .legacy(
+            None,
+            &sid,
+            "resources/read",
+            json!({"uri": "spa://catalog"}),
+        )
+        .await;
+    assert!(open.result()["contents"].is_array(), "{}", open.text);
+    env.stop().await;
+}
+
+/// A booking-scoped credential (issued to partner A with the booking) is a grant of that one
+/// booking: its bearer reads it and lists it, and nothing of partner A's other bookings.
+#[tokio::test]
+async fn a_booking_scoped_credential_reads_its_own_booking_only() {
+    let env = Env::start().await;
+    let first = env.book_result().await;
+    let id = first["booking"]["id"].as_str().unwrap().to_string();
+    let credential = first["booking_scoped_credential"]["value"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no credential: {first}"))
+        .to_string();
+    let other = env.book().await;
+    env.event_arrived(&id).await;
+    env.event_arrived(&other).await;
+    let bearer = format!("Bearer {credential}");
+    let read = |uri: String| {
+        let rb = modern(
+            &env.http,
+            &env.url,
+            1,
+            "resources/read",
+            json!({"uri": uri}),
+        );
+        send(rb.header("authorization", bearer.clone()))
+    };
+    for uri in [
+        format!("usp://bookings/{id}"),
+        format!("spa://appointments/{id}"),
+    ] {
+        let a = read(uri.clone()).await;
+        assert!(a.text.contains("alice@example.com"), "{uri}: {}", a.text);
+    }
+    for uri in [
+        format!("usp://bookings/{other}"),
+        format!("spa://appointments/{other}"),
+    ] {
+        let a = read(uri.clone()).await;
+        assert_eq!(a.error_code(), Some(-32602), "{uri}: {}", a.text);
+    }
+    let rb = modern(&env.http, &env.url, 1, "resources/list", json!({}));
+    let list = send(rb.header("authorization", bearer.clone())).await;
+    let uris: Vec<&str> = list.result()["resources"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{}", list.text))
+        .iter()
+        .filter_map(|r| r["uri"].as_str())
+        .filter(|u| u.starts_with("usp://"))
+        .collect();
+    assert_eq!(uris, [format!("usp://bookings/{id}")]);
+    env.stop().await;
+}
