@@ -27,7 +27,23 @@ enum Fault {
     Stall,
     /// Passes the answer 16 bytes every 5 ms.
     SlowDrip,
+    /// Passes the answer, then closes the connection to portico (FIN) at once, as a backend
+    /// that closes idle connections or restarts does: the next request must use a new one.
+    CloseAfterAnswer,
+    /// Instead of the answer: a chunked body cut inside a chunk, then FIN.
+    TruncatedChunked,
+    /// Instead of the answer: `Content-Length: 100` with a shorter body, then FIN.
+    LongerContentLength,
+    /// Instead of the answer: an HTTP/1.0 answer whose body ends at FIN (no length).
+    Http10CloseDelimited,
+    /// An interim `100 Continue` before the answer.
+    Continue100,
 }
+
+/// The stand-in answers (the backend's own answer is read and dropped).
+const TRUNCATED_CHUNKED: &str = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n10\r\n{\"path\": \"/t/e";
+const LONGER_LENGTH: &str = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{\"path\": \"/t/ec";
+const HTTP10: &str = "HTTP/1.0 200 OK\r\ncontent-type: application/json\r\n\r\n{\"path\":\"/t/echo/items\",\"signature\":\"sig-ok\"}";
 
 /// Copies portico → backend as is; backend → portico through the current fault.
 async fn proxy_conn(mut client: TcpStream, upstream: String, fault: Arc<Mutex<Fault>>) {
@@ -71,6 +87,27 @@ async fn proxy_conn(mut client: TcpStream, upstream: String, fault: Arc<Mutex<Fa
                         #[allow(deprecated)]
                         let _ = client.set_linger(Some(Duration::ZERO));
                         return; // dropping the socket with linger 0 sends RST
+                    }
+                    Fault::CloseAfterAnswer => {
+                        let _ = client.write_all(data).await;
+                        let _ = client.shutdown().await;
+                        return;
+                    }
+                    Fault::TruncatedChunked | Fault::LongerContentLength | Fault::Http10CloseDelimited => {
+                        let stand_in = match now {
+                            Fault::TruncatedChunked => TRUNCATED_CHUNKED,
+                            Fault::LongerContentLength => LONGER_LENGTH,
+                            _ => HTTP10,
+                        };
+                        let _ = client.write_all(stand_in.as_bytes()).await;
+                        let _ = client.shutdown().await;
+                        return;
+                    }
+                    Fault::Continue100 => {
+                        let _ = client.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").await;
+                        if client.write_all(data).await.is_err() {
+                            return;
+                        }
                     }
                     Fault::Stall => {
                         // Holds the connection open without a byte of answer.
@@ -217,7 +254,17 @@ enum Seen {
 fn expected(fault: Fault, kind: Kind) -> (Seen, usize) {
     use Kind::*;
     match (fault, kind) {
-        (Fault::None | Fault::SlowDrip, _) => (Seen::Ok, 1),
+        (
+            Fault::None
+            | Fault::SlowDrip
+            | Fault::Http10CloseDelimited
+            | Fault::Continue100
+            | Fault::CloseAfterAnswer,
+            _,
+        ) => (Seen::Ok, 1),
+        (Fault::TruncatedChunked | Fault::LongerContentLength, _) => {
+            (Seen::Error("broke while sending the body"), 1)
+        }
         // The answer was cut (40 bytes of the head): the backend applied it once, the client
         // is told the connection failed; nothing is replayed once answer bytes arrived.
         (Fault::ResetAfterBytes, _) => (Seen::Error("connection failed"), 1),
@@ -264,6 +311,11 @@ async fn matrix(backend: Backend, upstream: String) {
         Fault::Stall,
         Fault::SlowDrip,
         Fault::ResetAfterAnswer,
+        Fault::CloseAfterAnswer,
+        Fault::TruncatedChunked,
+        Fault::LongerContentLength,
+        Fault::Http10CloseDelimited,
+        Fault::Continue100,
     ];
     let mut problems = Vec::new();
     for (i, fault) in faults.into_iter().enumerate() {
@@ -276,7 +328,7 @@ async fn matrix(backend: Backend, upstream: String) {
             let a = one_call(&c, &url, Kind::Read, &warm).await;
             assert!(seen_of(&a).is_ok(), "warm-up failed: {}", a.text);
             let name = format!("cell-{i}-{j}");
-            let a = if fault == Fault::ResetAfterAnswer {
+            let a = if matches!(fault, Fault::ResetAfterAnswer | Fault::CloseAfterAnswer) {
                 // The fault hits the answer of a call, and the request after it pays.
                 *switch.lock().unwrap() = fault;
                 let first = one_call(&c, &url, Kind::Read, &format!("before-{i}-{j}")).await;
