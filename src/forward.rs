@@ -9,6 +9,7 @@ use crate::model::{Call, Failure, FailureKind, Outcome};
 use crate::translate::{request, response, summary};
 use crate::upstream::rest;
 use serde_json::{Value, json};
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::Instant;
 use tracing::Instrument;
 
@@ -47,8 +48,13 @@ pub async fn call_tool(gateway: &Gateway, name: &str, arguments: Option<Value>) 
     };
     let started = Instant::now();
     let span = crate::ops::log::call_span();
-    let reply = run(tool, arguments.unwrap_or_else(|| json!({})))
-        .instrument(span.clone())
+    let (reply, backend_status) = BACKEND_STATUS
+        .scope(AtomicU16::new(0), async {
+            let reply = run(tool, arguments.unwrap_or_else(|| json!({})))
+                .instrument(span.clone())
+                .await;
+            (reply, BACKEND_STATUS.with(|s| s.load(Ordering::Relaxed)))
+        })
         .await;
     let (outcome, code) = match &reply {
         r if r.is_tool_error() => ("tool_error", 0),
@@ -57,7 +63,17 @@ pub async fn call_tool(gateway: &Gateway, name: &str, arguments: Option<Value>) 
     };
     let took = started.elapsed();
     let status = crate::ops::metrics::tool_call(&tool.metrics, names(tool), outcome, &reply, took);
-    crate::ops::recent::record(tool, outcome, status, code, took);
+    crate::ops::recent::record(
+        tool,
+        crate::ops::recent::Finished {
+            outcome,
+            status,
+            rpc_code: code,
+            backend_status,
+            reason: (outcome != "ok").then(|| reason(&reply)).flatten(),
+            latency: took,
+        },
+    );
     span.in_scope(|| {
         tracing::info!(
             business = %tool.business.name,
@@ -70,6 +86,53 @@ pub async fn call_tool(gateway: &Gateway, name: &str, arguments: Option<Value>) 
         )
     });
     reply
+}
+
+tokio::task_local! {
+    /// The backend's HTTP status for the call in progress (0: none), for the status page.
+    static BACKEND_STATUS: AtomicU16;
+}
+
+/// Words of an error text kept for the status page.
+const REASON_WORDS: usize = 8;
+
+/// The error's code and first words, for the status page: a JSON-RPC error's message (the
+/// binding's code slug, or its text) and the start of its `data` text, or the start of a tool
+/// error's first text block. Portico's own failure texts and backend problem titles only: a
+/// rendered error never carries argument values beyond what the binding puts in its text.
+fn reason(reply: &Reply) -> Option<String> {
+    let first_words = |text: &str| {
+        let mut words: Vec<&str> = text.split_whitespace().take(REASON_WORDS + 1).collect();
+        let more = words.len() > REASON_WORDS;
+        words.truncate(REASON_WORDS);
+        let mut out = words.join(" ");
+        if more {
+            out.push_str(" …");
+        }
+        out
+    };
+    let text_of = |v: &Value, keys: &[&str]| {
+        keys.iter()
+            .find_map(|k| v.get(*k).and_then(Value::as_str))
+            .map(first_words)
+    };
+    match reply {
+        Reply::Error(e) => {
+            let detail = e
+                .data
+                .as_ref()
+                .and_then(|d| text_of(d, &["content", "detail", "title", "code"]));
+            Some(match detail {
+                Some(d) if d != e.message => format!("{}: {d}", e.message),
+                _ => e.message.clone(),
+            })
+        }
+        Reply::Result(r) => r
+            .get("content")
+            .and_then(|c| c.get(0))
+            .and_then(|b| text_of(b, &["text"])),
+        Reply::Written(_) => None,
+    }
 }
 
 async fn run(tool: &Tool, args: Value) -> Reply {
@@ -169,12 +232,20 @@ async fn backend_call(
             |req, left| async move {
                 let started = std::time::Instant::now();
                 let out = rest::send(backend, req, left).await;
+                let status = match &out {
+                    Ok(r) => Some(r.status),
+                    Err(f) => f.status,
+                };
                 crate::ops::metrics::upstream(
                     &tool.metrics,
                     names(tool),
                     started.elapsed(),
                     out.as_ref().map(|r| r.status),
                 );
+                if let Some(s) = status {
+                    // Outside `call_tool` (the facade's exchange) there is no page row to fill.
+                    let _ = BACKEND_STATUS.try_with(|c| c.store(s, Ordering::Relaxed));
+                }
                 out
             },
         )

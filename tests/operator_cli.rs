@@ -231,3 +231,55 @@ async fn health_checks_the_admin_listener_serve_opens_from_portico_admin_addr() 
         "{why}"
     );
 }
+
+/// The status page's recent-calls rows (the HTML between the section's heading and the next).
+fn recent_rows(page: &str) -> &str {
+    let start = page.find("id=\"calls\"").expect("recent calls section");
+    let rest = &page[start..];
+    &rest[..rest.find("<h2").unwrap_or(rest.len())]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recent_calls_show_the_backend_status_and_the_errors_reason() {
+    let (backend, _seen) = common::test_backend().await;
+    let dir = common::fixture_with_backend("gateway", &backend.to_string());
+    let g = common::gateway_ops(
+        &[dir.join("usp.yaml")],
+        portico::app::Ops {
+            admin: Some("127.0.0.1:0".parse().unwrap()),
+            ..portico::app::Ops::default()
+        },
+    )
+    .await;
+    let (c, url) = (reqwest::Client::new(), g.mcp_url());
+    let ok = common::call(&c, &url, "echo_get", serde_json::json!({"id": "a"})).await;
+    assert!(ok.body.get("error").is_none(), "{}", ok.text);
+    // The backend answers 503: portico answers HTTP 200 with a JSON-RPC error.
+    let failed = common::call(&c, &url, "status", serde_json::json!({"code": 503})).await;
+    assert_eq!(failed.error_code(), Some(-32009), "{}", failed.text);
+    let admin = g.admin_url().expect("admin listener");
+    let page = c.get(&admin).send().await.unwrap().text().await.unwrap();
+    let rows = recent_rows(&page);
+    assert!(rows.contains("<th>Backend</th><th>Reason</th>"), "{rows}");
+    let status_row = rows
+        .split("<tr>")
+        .find(|r| r.contains("<code>status</code>"))
+        .expect("the failed call's row");
+    assert!(
+        status_row.contains("<td>-32009</td><td>503</td>"),
+        "JSON-RPC code, then the backend's status: {status_row}"
+    );
+    assert!(
+        status_row.contains("service_unavailable: "),
+        "the error's code and first words: {status_row}"
+    );
+    let ok_row = rows
+        .split("<tr>")
+        .find(|r| r.contains("<code>echo_get</code>"))
+        .expect("the good call's row");
+    assert!(
+        ok_row.contains("<td>&ndash;</td><td>200</td><td>&ndash;</td>"),
+        "{ok_row}"
+    );
+    g.stop().await.unwrap();
+}

@@ -1,6 +1,7 @@
-//! The last few `tools/call`s of the process (business, tool, outcome, status, latency) for the
-//! status page, in a fixed ring of atomically swapped slots. It must never lock on the request
-//! path nor keep arguments, results, headers or configuration objects (only names and numbers).
+//! The last few `tools/call`s of the process (business, tool, outcome, statuses, error reason,
+//! latency) for the status page, in a fixed ring of atomically swapped slots. It must never lock
+//! on the request path nor keep arguments, results, headers or configuration objects (only
+//! names, numbers and the first words of an error).
 
 use crate::config::Tool;
 use arc_swap::ArcSwapOption;
@@ -28,6 +29,20 @@ pub struct RecentCall {
     pub status: u16,
     /// JSON-RPC error code, 0 for a result.
     pub rpc_code: i64,
+    /// The backend's HTTP status, 0 when no answer came (refused, reset, timeout, not called).
+    pub backend_status: u16,
+    /// For a failed call: the error's code and first words.
+    pub reason: Option<String>,
+    pub latency: Duration,
+}
+
+/// What `forward` knows about a finished call.
+pub struct Finished {
+    pub outcome: &'static str,
+    pub status: u16,
+    pub rpc_code: i64,
+    pub backend_status: u16,
+    pub reason: Option<String>,
     pub latency: Duration,
 }
 
@@ -42,13 +57,7 @@ static RING: LazyLock<Ring> = LazyLock::new(|| Ring {
 });
 
 /// Records a finished call (small allocations, no lock).
-pub fn record(
-    tool: &Arc<Tool>,
-    outcome: &'static str,
-    status: u16,
-    rpc_code: i64,
-    latency: Duration,
-) {
+pub fn record(tool: &Arc<Tool>, done: Finished) {
     let seq = RING.next.fetch_add(1, Ordering::Relaxed);
     let at_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -59,10 +68,12 @@ pub fn record(
         at_ms,
         business: tool.business.name.clone(),
         tool: tool.name.clone(),
-        outcome,
-        status,
-        rpc_code,
-        latency,
+        outcome: done.outcome,
+        status: done.status,
+        rpc_code: done.rpc_code,
+        backend_status: done.backend_status,
+        reason: done.reason,
+        latency: done.latency,
     };
     RING.slots[(seq % SIZE as u64) as usize].store(Some(Arc::new(call)));
 }

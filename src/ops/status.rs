@@ -194,11 +194,11 @@ pub fn render(d: &StatusData<'_>) -> String {
     if d.calls.is_empty() {
         h.push_str("<p>No calls yet.</p>");
     } else {
-        h.push_str("<table><tr><th>Finished (UTC)</th><th>Business</th><th>Tool</th><th>Outcome</th><th>HTTP</th><th>JSON-RPC</th><th>Latency</th></tr>");
+        h.push_str("<table><tr><th>Finished (UTC)</th><th>Business</th><th>Tool</th><th>Outcome</th><th>HTTP</th><th>JSON-RPC</th><th>Backend</th><th>Reason</th><th>Latency</th></tr>");
         for c in &d.calls {
             let _ = write!(
                 h,
-                "<tr><td>{}.{:03}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{:.1} ms</td></tr>",
+                "<tr><td>{}.{:03}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1} ms</td></tr>",
                 utc(c.at_ms / 1000),
                 c.at_ms % 1000,
                 esc(&c.business),
@@ -210,6 +210,12 @@ pub fn render(d: &StatusData<'_>) -> String {
                 } else {
                     c.rpc_code.to_string()
                 },
+                if c.backend_status == 0 {
+                    "&ndash;".to_string()
+                } else {
+                    c.backend_status.to_string()
+                },
+                c.reason.as_deref().map_or("&ndash;".to_string(), esc),
                 c.latency.as_secs_f64() * 1000.0,
             );
         }

@@ -8,6 +8,8 @@
 //! client process for 200 and 1200 keep-alive GETs to a `node:http` server on 127.0.0.1, the
 //! difference over 1000, debug build: 203 k instructions per request through this pool,
 //! 431 k through `reqwest` (the same ratio is expected, not measured, in the release build).
+//! Of the pool's figure, the copy a replayable request keeps for a replay (its headers) is about
+//! 4 k, within the 2–3 % spread between runs.
 //!
 //! Connection reuse follows what curl and Go's `net/http` do with servers that close idle or
 //! failed connections without saying so: an idle connection is checked for EOF or reset before
