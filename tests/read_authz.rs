@@ -872,8 +872,8 @@ fn prove(key: &PopKey, method: &str, mut params: Value) -> Value {
 }
 
 /// A principal known only by its proof of possession books, then reads its booking's resource
-/// with a proof over the `resources/read` params; another key's proof reads nothing of it, and
-/// a proof is accepted once.
+/// with a proof over the `resources/read` params (another key's proof reads nothing of it, and
+/// a proof is accepted once) and listens to it with a proof over `subscriptions/listen`.
 #[tokio::test]
 async fn a_proof_only_principal_reads_its_own_booking() {
     let env = Env::start().await;
@@ -930,5 +930,50 @@ async fn a_proof_only_principal_reads_its_own_booking() {
         "{}",
         wrong.text
     );
+    // Its `subscriptions/listen` stream, opened with a proof over the listen params, is granted
+    // the booking resource and carries the booking's events.
+    let params = json!({"notifications": {"resourceSubscriptions": [uri], "dev.portico/webhooks": true},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": MODERN,
+                  "io.modelcontextprotocol/clientCapabilities": {}, "usp": {}}});
+    let params = prove(&k, "subscriptions/listen", params);
+    let body =
+        json!({"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen", "params": params});
+    let resp = env
+        .http
+        .post(&env.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", MODERN)
+        .header("mcp-method", "subscriptions/listen")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let mut listen = Sse::new(resp);
+    let ack = listen.next(Duration::from_secs(5)).await.expect("an ack");
+    assert_eq!(
+        ack["params"]["notifications"]["resourceSubscriptions"],
+        json!([uri]),
+        "{ack}"
+    );
+    let desk = tool_args("usp_bookings_cancel", &id, "https://desk.example/p.json");
+    let canceled = env.tool(Some(KEY_DESK), "usp_bookings_cancel", desk).await;
+    assert_eq!(
+        canceled.sc()["booking"]["status"],
+        "canceled",
+        "{}",
+        canceled.text
+    );
+    loop {
+        let m = listen
+            .next(Duration::from_secs(10))
+            .await
+            .expect("the cancellation reaches the proof's stream");
+        if m["method"] == "usp_webhook" {
+            assert_eq!(booking_of(&m), id);
+            assert_eq!(m["params"]["event"], "booking.canceled");
+            break;
+        }
+    }
     env.stop().await;
 }

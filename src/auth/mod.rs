@@ -1,8 +1,8 @@
-//! Inbound authentication and authorization of tool calls: a business's AuthorizationPolicy
-//! (api keys, OAuth JWTs, USP proofs of possession, booking-scoped credentials, RFC 9421 request
-//! signatures, TLS client certificates), access tiers,
-//! identity binding, and failures in each binding's form. It must never log or echo a credential,
-//! and never treat an unknown mechanism, or a `cnf`-bound credential without its proof, as accepted.
+//! Inbound authentication of tool calls and reads, and authorization of tool calls: a business's
+//! AuthorizationPolicy (api keys, OAuth JWTs, USP proofs of possession, booking-scoped
+//! credentials, RFC 9421 request signatures, TLS client certificates), access tiers, identity
+//! binding, and failures in each binding's form. It must never log or echo a credential, and
+//! never treat an unknown mechanism, or a `cnf`-bound credential without its proof, as accepted.
 
 pub mod access;
 pub mod fetch;
