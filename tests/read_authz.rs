@@ -21,12 +21,13 @@ const PROFILE_B: &str = "https://agent.example/profiles/b.json";
 /// The policy, resources and prompt added to the demo spa mapping.
 const EXTRA: &str = r#"
 authorization:
-  accepted_mechanisms: [api_key, booking_scoped_credential, platform_key_pop]
+  accepted_mechanisms: [api_key, booking_scoped_credential, platform_key_pop, http_message_signature]
   api_keys:
     - { name: partner-a, value: "partner-a-key-0123456789abcdef" }
     - { name: partner-b, value: "partner-b-key-0123456789abcdef" }
     - { name: front-desk, value: "front-desk-key-0123456789abcdef", business: true }
   platform_key_pop: { audiences: ["https://seaside-spa.example/.well-known/usp"] }
+  http_message_signature: { allow_hosts: [127.0.0.1] }
   booking_scoped_credential:
     issue: { usp_bookings_create: /booking/id }
   resources: { "spa://catalog": public }
@@ -975,5 +976,124 @@ async fn a_proof_only_principal_reads_its_own_booking() {
             break;
         }
     }
+    env.stop().await;
+}
+
+/// A platform that signs its requests (RFC 9421) with a key its profile, served on 127.0.0.1,
+/// publishes.
+struct Signer {
+    key: portico::webhook::keys::SigningKey,
+    profile: String,
+}
+
+impl Signer {
+    async fn new() -> Signer {
+        use portico::webhook::keys::{Alg, SigningKey};
+        let key = SigningKey::generate(Alg::Ed25519, "platform-ed").unwrap();
+        let doc = json!({"name": "signing agent", "keys": [key.verifying_key().jwk()]});
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let body = bytes::Bytes::from(doc.to_string());
+        serve_with(listener, move |_req| {
+            let body = body.clone();
+            async move {
+                let mut r = hyper::Response::new(http_body_util::Full::new(body));
+                r.headers_mut()
+                    .insert("content-type", "application/json".parse().unwrap());
+                r
+            }
+        });
+        Signer {
+            key,
+            profile: format!("http://{addr}/profiles/agent.json"),
+        }
+    }
+
+    /// Signs `method` `url` with `headers` (and `body`: then with its `Content-Digest`) over
+    /// the components USP requires of such a request.
+    fn sign(&self, method: &str, url: &str, headers: &mut http::HeaderMap, body: &[u8]) {
+        use portico::webhook::sig;
+        let u = url::Url::parse(url).unwrap();
+        let authority = format!("{}:{}", u.host_str().unwrap(), u.port().unwrap());
+        let mut components = vec!["@method", "@authority", "@path"];
+        if !body.is_empty() {
+            headers.insert("content-digest", sig::content_digest(body).parse().unwrap());
+            components.extend(["content-digest", "content-type"]);
+        }
+        if headers.contains_key("usp-agent") {
+            components.push("usp-agent");
+        }
+        let parts = sig::RequestParts {
+            method,
+            authority: &authority,
+            path: u.path(),
+            query: u.query(),
+            headers,
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        let signed = sig::sign(&parts, &components, &self.key, now).unwrap();
+        headers.insert("signature-input", signed.signature_input.parse().unwrap());
+        headers.insert("signature", signed.signature.parse().unwrap());
+    }
+}
+
+/// A principal known only by its request signature books with a signed `tools/call`, and the
+/// 2025-era GET stream it opens with a signed GET (no body: `@method @authority @path
+/// usp-agent`) carries that booking's event; the same stream signed by another key gets
+/// nothing of it.
+#[tokio::test]
+async fn a_signature_only_principal_streams_its_own_booking() {
+    let env = Env::start().await;
+    let (signer, stranger) = (Signer::new().await, Signer::new().await);
+    let open = |who: &Signer, sid: String| {
+        let mut h = http::HeaderMap::new();
+        h.insert("accept", "text/event-stream".parse().unwrap());
+        h.insert("mcp-session-id", sid.parse().unwrap());
+        let agent = format!("profile=\"{}\"", who.profile);
+        h.insert("usp-agent", agent.parse().unwrap());
+        who.sign("GET", &env.url, &mut h, b"");
+        env.http.get(&env.url).headers(h).send()
+    };
+    let (sa, sb) = (env.session().await, env.session().await);
+    let resp = open(&signer, sa).await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let mut mine = Sse::new(resp);
+    let resp = open(&stranger, sb).await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let mut theirs = Sse::new(resp);
+    let mut args = env.create_args().await;
+    args["_meta"]["usp"]["profile"] = json!(signer.profile);
+    let params = json!({"name": "usp_bookings_create", "arguments": args,
+        "_meta": {"io.modelcontextprotocol/protocolVersion": MODERN,
+                  "io.modelcontextprotocol/clientCapabilities": {}}});
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+        .to_string()
+        .into_bytes();
+    let mut h = http::HeaderMap::new();
+    for (k, v) in [
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-protocol-version", MODERN),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "usp_bookings_create"),
+    ] {
+        h.insert(k, v.parse().unwrap());
+    }
+    signer.sign("POST", &env.url, &mut h, &body);
+    let booked = send(env.http.post(&env.url).headers(h).body(body)).await;
+    let id = booked.sc()["booking"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not booked: {}", booked.text))
+        .to_string();
+    let got = mine
+        .next(Duration::from_secs(10))
+        .await
+        .expect("the signer's event");
+    assert_eq!(got["method"], "usp_webhook", "{got}");
+    assert_eq!(booking_of(&got), id);
+    theirs.stays_quiet("another signer's stream").await;
     env.stop().await;
 }
