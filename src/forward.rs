@@ -86,7 +86,7 @@ async fn run(tool: &Tool, args: Value) -> Reply {
         return reply;
     }
     // Another principal's booking is, to this caller, a booking that does not exist.
-    if tool.business.auth.is_some() && !crate::auth::may_name(tool, &call, &grant).await {
+    if tool.business.auth.is_some() && !crate::auth::access::may_name(tool, &call, &grant).await {
         return unknown_booking(tool, &call);
     }
     // Every answer from here on (replays included) is signed when the tool asks for it.

@@ -1,15 +1,17 @@
 //! Who may read what: the one authorization decision for every read and every delivery
 //! (resources, prompts that embed them, completions, GET streams, `subscriptions/listen`,
-//! webhook fan-out), from the business's policy, the resource's tier and who owns the booking.
+//! webhook fan-out) and for the booking a tool call names, from the business's policy, the
+//! resource's tier and who owns the booking.
 //! It never lets an anonymous caller or another principal see a booking it does not own, and
 //! never changes what a business without an `authorization:` section serves.
 
 use super::policy::{Policy, Tier};
 use super::store::stores;
 use super::transport::{self, HttpCredentials};
-use super::{Asked, Principal, Refusal};
+use super::{Asked, Grant, Principal, Refusal};
 use crate::config::surface::Resource;
-use crate::config::{Business, Gateway};
+use crate::config::{Business, Gateway, Tool};
+use crate::model::Call;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::future::Future;
@@ -152,6 +154,32 @@ pub async fn decide(
             "this resource belongs to another principal",
         ))
     }
+}
+
+/// Whether the caller of `call` may name the booking (hold, entry, booking session) `tool` acts
+/// on (the policy's `acts_on`): only its owner or a business principal may, under the one
+/// decision of [`decide`]. A business without a policy, a tool acting on no booking and
+/// a call without a principal (a sandbox's anonymous caller; otherwise already refused) are
+/// not checked. `false` is answered as an unknown booking, before any backend call.
+pub async fn may_name(tool: &Tool, call: &Call, grant: &Grant) -> bool {
+    let Some(policy) = tool.business.auth.as_deref() else {
+        return true;
+    };
+    let (Some(arg), Some(p)) = (policy.acts_on.get(&tool.name), &grant.principal) else {
+        return true;
+    };
+    let id = match call.args.get(arg.as_str()) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => return true,
+    };
+    let viewer = Viewer::from(p.clone());
+    let business = &tool.business.name;
+    let decided = decide(policy, business, Some(&viewer), Tier::Scoped, Some(&id)).await;
+    if decided.is_err() {
+        tracing::info!(business = %business, tool = %tool.name, principal = %p.id, "a call named a booking that is not the caller's; answered as unknown");
+    }
+    decided.is_ok()
 }
 
 /// [`decide`] for the current request's credentials on a resource of `business` (open when the

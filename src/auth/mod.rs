@@ -719,32 +719,6 @@ pub fn admit(tool: &Tool, grant: &Grant) -> Result<(), Reply> {
     Err(binding.render_failure(f, &ToolCtx::default()))
 }
 
-/// Whether the caller of `call` may name the booking (hold, entry, booking session) `tool` acts
-/// on (the policy's `acts_on`): only its owner or a business principal may, under the one
-/// decision of `access::decide`. A business without a policy, a tool acting on no booking and
-/// a call without a principal (a sandbox's anonymous caller; otherwise already refused) are
-/// not checked. `false` is answered as an unknown booking, before any backend call.
-pub async fn may_name(tool: &Tool, call: &Call, grant: &Grant) -> bool {
-    let Some(policy) = tool.business.auth.as_deref() else {
-        return true;
-    };
-    let (Some(arg), Some(p)) = (policy.acts_on.get(&tool.name), &grant.principal) else {
-        return true;
-    };
-    let id = match call.args.get(arg.as_str()) {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Number(n)) => n.to_string(),
-        _ => return true,
-    };
-    let viewer = access::Viewer::from(p.clone());
-    let business = &tool.business.name;
-    let decided = access::decide(policy, business, Some(&viewer), Tier::Scoped, Some(&id)).await;
-    if decided.is_err() {
-        tracing::info!(business = %business, tool = %tool.name, principal = %p.id, "a call named a booking that is not the caller's; answered as unknown");
-    }
-    decided.is_ok()
-}
-
 /// Renders a refusal the way the business's binding answers authentication failures.
 pub fn render(tool: &Tool, r: Refusal) -> Reply {
     render_for(&tool.business, r)
