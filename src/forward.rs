@@ -148,6 +148,10 @@ async fn run(tool: &Tool, args: Value) -> Reply {
     if let Err(reply) = crate::auth::admit(tool, &grant) {
         return reply;
     }
+    // Another principal's booking is, to this caller, a booking that does not exist.
+    if tool.business.auth.is_some() && !crate::auth::access::may_name(tool, &call, &grant).await {
+        return unknown_booking(tool, &call);
+    }
     // Every answer from here on (replays included) is signed when the tool asks for it.
     sign_response_if_asked(tool);
     crate::ops::log::correlation(call.meta.correlation_id.as_deref());
@@ -212,6 +216,18 @@ async fn run(tool: &Tool, args: Value) -> Reply {
         leader.finish(&reply, keep).await;
     }
     reply
+}
+
+/// The answer to a call naming a booking the caller may not see: the tool's own answer to a
+/// backend `404` with an empty body, so it is the same for every booking id the caller does not
+/// own, whether it exists or not. The backend is not called.
+fn unknown_booking(tool: &Tool, call: &Call) -> Reply {
+    let resp = response::RestResponse {
+        status: 404,
+        headers: http::HeaderMap::new(),
+        body: bytes::Bytes::new(),
+    };
+    translate_response(tool, call, resp)
 }
 
 /// The backend call through the backend's limit, breaker and retry policy; each attempt is

@@ -3,24 +3,31 @@
 //! partners, mapped resources and a prompt embedding one. For each path (GET stream,
 //! `subscriptions/listen`, `resources/read`, `resources/subscribe`, `resources/list`, resource
 //! templates, prompts, mapped REST resources) an anonymous caller and a second partner see
-//! nothing of the first partner's booking, while the first partner sees it.
+//! nothing of the first partner's booking, while the first partner sees it. `tools/call` on a
+//! booking (the backend's requests counted through a relay) and proof-only readers too.
 
 mod common;
 use common::*;
 use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const KEY_A: &str = "partner-a-key-0123456789abcdef";
 const KEY_B: &str = "partner-b-key-0123456789abcdef";
+const KEY_DESK: &str = "front-desk-key-0123456789abcdef";
 const PROFILE: &str = "https://agent.example/profiles/a.json";
+const PROFILE_B: &str = "https://agent.example/profiles/b.json";
 
 /// The policy, resources and prompt added to the demo spa mapping.
 const EXTRA: &str = r#"
 authorization:
-  accepted_mechanisms: [api_key, booking_scoped_credential]
+  accepted_mechanisms: [api_key, booking_scoped_credential, platform_key_pop, http_message_signature]
   api_keys:
     - { name: partner-a, value: "partner-a-key-0123456789abcdef" }
     - { name: partner-b, value: "partner-b-key-0123456789abcdef" }
+    - { name: front-desk, value: "front-desk-key-0123456789abcdef", business: true }
+  platform_key_pop: { audiences: ["https://seaside-spa.example/.well-known/usp"] }
+  http_message_signature: { allow_hosts: [127.0.0.1] }
   booking_scoped_credential:
     issue: { usp_bookings_create: /booking/id }
   resources: { "spa://catalog": public }
@@ -57,6 +64,38 @@ struct Env {
     url: String,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     dir: std::path::PathBuf,
+    /// `METHOD /path` of every request portico sent the backend.
+    hits: Arc<Mutex<Vec<String>>>,
+}
+
+/// Passes a request on to the demo backend at `backend`, noting it in `hits`.
+async fn relay(
+    backend: std::net::SocketAddr,
+    hits: Arc<Mutex<Vec<String>>>,
+    req: hyper::Request<hyper::body::Incoming>,
+) -> hyper::Response<http_body_util::Full<bytes::Bytes>> {
+    use http_body_util::BodyExt;
+    let (parts, body) = req.into_parts();
+    hits.lock()
+        .unwrap()
+        .push(format!("{} {}", parts.method, parts.uri.path()));
+    let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let body = body.collect().await.unwrap().to_bytes();
+    let mut rb = reqwest::Client::new()
+        .request(parts.method.clone(), format!("http://{backend}{target}"))
+        .body(body);
+    for (k, v) in &parts.headers {
+        if k != "host" && k != "content-length" {
+            rb = rb.header(k, v);
+        }
+    }
+    let resp = rb.send().await.unwrap();
+    let mut out = hyper::Response::builder().status(resp.status().as_u16());
+    if let Some(ct) = resp.headers().get("content-type") {
+        out = out.header("content-type", ct);
+    }
+    out.body(http_body_util::Full::new(resp.bytes().await.unwrap()))
+        .unwrap()
 }
 
 impl Env {
@@ -70,7 +109,15 @@ impl Env {
         let backend_task = tokio::spawn(async move {
             let _ = serve.await;
         });
-        let dir = portico::demo::write_files(backend, None).unwrap();
+        // portico reaches the backend through a relay that counts its requests.
+        let hits = Arc::new(Mutex::new(Vec::new()));
+        let relay_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let relayed = relay_listener.local_addr().unwrap();
+        let noted = hits.clone();
+        serve_with(relay_listener, move |req| {
+            relay(backend, noted.clone(), req)
+        });
+        let dir = portico::demo::write_files(relayed, None).unwrap();
         let spa = dir.join("mappings/demo-spa.yaml");
         let mut text = std::fs::read_to_string(&spa).unwrap();
         text.push_str(EXTRA);
@@ -90,7 +137,19 @@ impl Env {
             url,
             tasks: vec![backend_task, sender],
             dir,
+            hits,
         }
+    }
+
+    /// How many requests portico has sent the backend.
+    fn hits(&self) -> usize {
+        self.hits.lock().unwrap().len()
+    }
+
+    /// `tools/call` of `name` with `key` (when given) as `X-API-Key`.
+    async fn tool(&self, key: Option<&str>, name: &str, args: Value) -> Answer {
+        let params = json!({"name": name, "arguments": args});
+        self.modern(key, "tools/call", params).await
     }
 
     async fn stop(self) {
@@ -174,8 +233,8 @@ impl Env {
         sc["booking"]["id"].as_str().unwrap_or_default().to_string()
     }
 
-    /// Partner A books a massage; the tool's `structuredContent`.
-    async fn book_result(&self) -> Value {
+    /// `usp_bookings_create` arguments for Alice in the first free massage slot.
+    async fn create_args(&self) -> Value {
         let a = self
             .modern(
                 None,
@@ -188,10 +247,15 @@ impl Env {
             .as_str()
             .unwrap_or_else(|| panic!("no slot: {}", a.text))
             .to_string();
-        let args = json!({"service_id": "MASSAGE-60", "slot_id": slot,
+        json!({"service_id": "MASSAGE-60", "slot_id": slot,
             "buyer": {"first_name": "Alice", "last_name": "Smith", "email": "alice@example.com"},
             "_meta": {"usp": {"profile": PROFILE,
-                              "idempotency_key": uuid::Uuid::new_v4().to_string()}}});
+                              "idempotency_key": uuid::Uuid::new_v4().to_string()}}})
+    }
+
+    /// Partner A books a massage; the tool's `structuredContent`.
+    async fn book_result(&self) -> Value {
+        let args = self.create_args().await;
         let a = self
             .modern(
                 Some(KEY_A),
@@ -205,6 +269,17 @@ impl Env {
             a.text
         );
         a.sc().clone()
+    }
+
+    /// Partner A books a massage; the booking id and its booking-scoped credential.
+    async fn book_with_credential(&self) -> (String, String) {
+        let sc = self.book_result().await;
+        let id = sc["booking"]["id"].as_str().unwrap_or_default().to_string();
+        let credential = sc["booking_scoped_credential"]["value"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no credential: {sc}"))
+            .to_string();
+        (id, credential)
     }
 
     /// Partner A cancels the booking (another webhook event about it).
@@ -222,12 +297,12 @@ impl Env {
         assert_eq!(a.sc()["booking"]["status"], "canceled", "{}", a.text);
     }
 
-    /// Waits until the booking's webhook event arrived (its owner can read it).
+    /// Waits until the booking's webhook event arrived (the business can read it).
     async fn event_arrived(&self, id: &str) {
         let uri = format!("usp://bookings/{id}");
         for _ in 0..100 {
             let a = self
-                .modern(Some(KEY_A), "resources/read", json!({"uri": uri}))
+                .modern(Some(KEY_DESK), "resources/read", json!({"uri": uri}))
                 .await;
             if a.result()["contents"].is_array() {
                 return;
@@ -643,12 +718,7 @@ async fn mapped_rest_resources_are_the_owners() {
 #[tokio::test]
 async fn a_booking_scoped_credential_reads_its_own_booking_only() {
     let env = Env::start().await;
-    let first = env.book_result().await;
-    let id = first["booking"]["id"].as_str().unwrap().to_string();
-    let credential = first["booking_scoped_credential"]["value"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no credential: {first}"))
-        .to_string();
+    let (id, credential) = env.book_with_credential().await;
     let other = env.book().await;
     env.event_arrived(&id).await;
     env.event_arrived(&other).await;
@@ -687,5 +757,343 @@ async fn a_booking_scoped_credential_reads_its_own_booking_only() {
         .filter(|u| u.starts_with("usp://"))
         .collect();
     assert_eq!(uris, [format!("usp://bookings/{id}")]);
+    env.stop().await;
+}
+
+/// `usp_bookings_get` arguments about booking `id` from a caller asserting `profile`.
+fn booking_args(id: &str, profile: &str) -> Value {
+    json!({"booking_id": id, "_meta": {"usp": {"profile": profile}}})
+}
+
+/// [`booking_args`] for tool `name` (a cancellation adds a reason and an idempotency key).
+fn tool_args(name: &str, id: &str, profile: &str) -> Value {
+    let mut args = booking_args(id, profile);
+    if name == "usp_bookings_cancel" {
+        args["reason"] = json!("test");
+        args["_meta"]["usp"]["idempotency_key"] = json!(uuid::Uuid::new_v4().to_string());
+    }
+    args
+}
+
+/// The result of a tool call, without what differs per call (`_meta`).
+fn bare(a: &Answer) -> Value {
+    let mut r = a.result().clone();
+    if let Some(o) = r.as_object_mut() {
+        o.remove("_meta");
+    }
+    r
+}
+
+/// `tools/call` on a booking: partner B's get and cancel of partner A's booking are answered
+/// exactly as a booking that does not exist (the answer the business itself gets for an
+/// unknown id), and the backend is never asked; partner A, the business and A's
+/// booking-scoped credential (for its own booking only) act on it.
+#[tokio::test]
+async fn tool_calls_on_another_partners_booking_are_unknown_bookings() {
+    let env = Env::start().await;
+    let (id, credential) = env.book_with_credential().await;
+    let other = env.book().await;
+    for name in ["usp_bookings_get", "usp_bookings_cancel"] {
+        // The business's own call about an id that does not exist reaches the backend.
+        let before = env.hits();
+        let desk = tool_args(name, "999999", "https://desk.example/p.json");
+        let unknown = env.tool(Some(KEY_DESK), name, desk).await;
+        assert_eq!(
+            env.hits(),
+            before + 1,
+            "the business's {name} is sent: {}",
+            unknown.text
+        );
+        assert_eq!(
+            unknown.sc()["messages"][0]["code"],
+            "booking_not_found",
+            "{}",
+            unknown.text
+        );
+        // Partner B: A's booking and an unknown id get that same answer, without a backend
+        // call.
+        for target in [id.as_str(), "999999"] {
+            let b = env
+                .tool(Some(KEY_B), name, tool_args(name, target, PROFILE_B))
+                .await;
+            assert_eq!(bare(&b), bare(&unknown), "{name} {target}: {}", b.text);
+            assert!(!b.text.contains("alice"), "{}", b.text);
+        }
+        assert_eq!(
+            env.hits(),
+            before + 1,
+            "partner B's {name} never reaches the backend"
+        );
+    }
+    let before = env.hits();
+    // Anonymous callers keep the authentication refusal.
+    let anon = env
+        .tool(None, "usp_bookings_get", booking_args(&id, PROFILE))
+        .await;
+    unauthenticated(&anon, "anonymous get");
+    assert_eq!(env.hits(), before);
+    // Partner A and the business see the booking, which B's cancellation did not touch.
+    let a = env
+        .tool(Some(KEY_A), "usp_bookings_get", booking_args(&id, PROFILE))
+        .await;
+    assert_eq!(a.sc()["booking"]["id"], id.as_str(), "{}", a.text);
+    assert_eq!(a.sc()["booking"]["status"], "confirmed", "{}", a.text);
+    let desk = env
+        .tool(
+            Some(KEY_DESK),
+            "usp_bookings_get",
+            booking_args(&id, "https://desk.example/p.json"),
+        )
+        .await;
+    assert_eq!(desk.sc()["booking"]["id"], id.as_str(), "{}", desk.text);
+    // A's booking-scoped credential acts on its own booking only.
+    let bearer = |name: &'static str, target: String| {
+        let params = json!({"name": name, "arguments": booking_args(&target, PROFILE)});
+        let rb = modern(&env.http, &env.url, 1, "tools/call", params);
+        send(rb.header("authorization", format!("Bearer {credential}")))
+    };
+    let own = bearer("usp_bookings_get", id.clone()).await;
+    assert_eq!(own.sc()["booking"]["id"], id.as_str(), "{}", own.text);
+    let before = env.hits();
+    let elsewhere = bearer("usp_bookings_get", other.clone()).await;
+    assert_eq!(elsewhere.error_code(), Some(-32005), "{}", elsewhere.text);
+    assert_eq!(env.hits(), before);
+    // The owner's cancellation goes through.
+    env.cancel(&id).await;
+    env.stop().await;
+}
+
+/// `params` with `key`'s `usp-pop+jwt` proof for `method` over them in
+/// `_meta.usp.authorization`.
+fn prove(key: &PopKey, method: &str, mut params: Value) -> Value {
+    let proof = key.proof(method, &params, json!({}));
+    params["_meta"]["usp"]["authorization"] =
+        json!({"mechanism": "platform_key_pop", "proof": proof});
+    params
+}
+
+/// A principal known only by its proof of possession books, then reads its booking's resource
+/// with a proof over the `resources/read` params (another key's proof reads nothing of it, and
+/// a proof is accepted once) and listens to it with a proof over `subscriptions/listen`.
+#[tokio::test]
+async fn a_proof_only_principal_reads_its_own_booking() {
+    let env = Env::start().await;
+    let k = PopKey::new();
+    let args = env.create_args().await;
+    let args = prove(&k, "usp_bookings_create", args);
+    let booked = env.tool(None, "usp_bookings_create", args).await;
+    let id = booked.sc()["booking"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not booked: {}", booked.text))
+        .to_string();
+    env.event_arrived(&id).await;
+    let uri = format!("usp://bookings/{id}");
+    let sid = env.session().await;
+    let read = |params: Value| {
+        let body = json!({"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": params});
+        send(legacy(&env.http, &env.url, &sid, body))
+    };
+    let params = prove(
+        &k,
+        "resources/read",
+        json!({"uri": uri, "_meta": {"usp": {}}}),
+    );
+    let own = read(params.clone()).await;
+    let text = own.result()["contents"][0]["text"].as_str().unwrap_or("");
+    assert!(
+        text.contains(&id) && text.contains("alice@example.com"),
+        "{}",
+        own.text
+    );
+    let again = read(params).await;
+    assert_eq!(
+        again.body["error"]["data"]["code"], "pop_proof_replayed",
+        "{}",
+        again.text
+    );
+    let stranger = prove(
+        &PopKey::new(),
+        "resources/read",
+        json!({"uri": uri, "_meta": {"usp": {}}}),
+    );
+    let other = read(stranger).await;
+    assert_eq!(other.error_code(), Some(-32002), "{}", other.text);
+    assert!(!other.text.contains("alice"), "{}", other.text);
+    // A proof names the method it was made for.
+    let misnamed = prove(
+        &k,
+        "resources/subscribe",
+        json!({"uri": uri, "_meta": {"usp": {}}}),
+    );
+    let wrong = read(misnamed).await;
+    assert_eq!(
+        wrong.body["error"]["data"]["code"], "pop_proof_invalid",
+        "{}",
+        wrong.text
+    );
+    // Its `subscriptions/listen` stream, opened with a proof over the listen params, is granted
+    // the booking resource and carries the booking's events.
+    let params = json!({"notifications": {"resourceSubscriptions": [uri], "dev.portico/webhooks": true},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": MODERN,
+                  "io.modelcontextprotocol/clientCapabilities": {}, "usp": {}}});
+    let params = prove(&k, "subscriptions/listen", params);
+    let body =
+        json!({"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen", "params": params});
+    let resp = env
+        .http
+        .post(&env.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", MODERN)
+        .header("mcp-method", "subscriptions/listen")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let mut listen = Sse::new(resp);
+    let ack = listen.next(Duration::from_secs(5)).await.expect("an ack");
+    assert_eq!(
+        ack["params"]["notifications"]["resourceSubscriptions"],
+        json!([uri]),
+        "{ack}"
+    );
+    let desk = tool_args("usp_bookings_cancel", &id, "https://desk.example/p.json");
+    let canceled = env.tool(Some(KEY_DESK), "usp_bookings_cancel", desk).await;
+    assert_eq!(
+        canceled.sc()["booking"]["status"],
+        "canceled",
+        "{}",
+        canceled.text
+    );
+    loop {
+        let m = listen
+            .next(Duration::from_secs(10))
+            .await
+            .expect("the cancellation reaches the proof's stream");
+        if m["method"] == "usp_webhook" {
+            assert_eq!(booking_of(&m), id);
+            assert_eq!(m["params"]["event"], "booking.canceled");
+            break;
+        }
+    }
+    env.stop().await;
+}
+
+/// A platform that signs its requests (RFC 9421) with a key its profile, served on 127.0.0.1,
+/// publishes.
+struct Signer {
+    key: portico::webhook::keys::SigningKey,
+    profile: String,
+}
+
+impl Signer {
+    async fn new() -> Signer {
+        use portico::webhook::keys::{Alg, SigningKey};
+        let key = SigningKey::generate(Alg::Ed25519, "platform-ed").unwrap();
+        let doc = json!({"name": "signing agent", "keys": [key.verifying_key().jwk()]});
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let body = bytes::Bytes::from(doc.to_string());
+        serve_with(listener, move |_req| {
+            let body = body.clone();
+            async move {
+                let mut r = hyper::Response::new(http_body_util::Full::new(body));
+                r.headers_mut()
+                    .insert("content-type", "application/json".parse().unwrap());
+                r
+            }
+        });
+        Signer {
+            key,
+            profile: format!("http://{addr}/profiles/agent.json"),
+        }
+    }
+
+    /// Signs `method` `url` with `headers` (and `body`: then with its `Content-Digest`) over
+    /// the components USP requires of such a request.
+    fn sign(&self, method: &str, url: &str, headers: &mut http::HeaderMap, body: &[u8]) {
+        use portico::webhook::sig;
+        let u = url::Url::parse(url).unwrap();
+        let authority = format!("{}:{}", u.host_str().unwrap(), u.port().unwrap());
+        let mut components = vec!["@method", "@authority", "@path"];
+        if !body.is_empty() {
+            headers.insert("content-digest", sig::content_digest(body).parse().unwrap());
+            components.extend(["content-digest", "content-type"]);
+        }
+        if headers.contains_key("usp-agent") {
+            components.push("usp-agent");
+        }
+        let parts = sig::RequestParts {
+            method,
+            authority: &authority,
+            path: u.path(),
+            query: u.query(),
+            headers,
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        let signed = sig::sign(&parts, &components, &self.key, now).unwrap();
+        headers.insert("signature-input", signed.signature_input.parse().unwrap());
+        headers.insert("signature", signed.signature.parse().unwrap());
+    }
+}
+
+/// A principal known only by its request signature books with a signed `tools/call`, and the
+/// 2025-era GET stream it opens with a signed GET (no body: `@method @authority @path
+/// usp-agent`) carries that booking's event; the same stream signed by another key gets
+/// nothing of it.
+#[tokio::test]
+async fn a_signature_only_principal_streams_its_own_booking() {
+    let env = Env::start().await;
+    let (signer, stranger) = (Signer::new().await, Signer::new().await);
+    let open = |who: &Signer, sid: String| {
+        let mut h = http::HeaderMap::new();
+        h.insert("accept", "text/event-stream".parse().unwrap());
+        h.insert("mcp-session-id", sid.parse().unwrap());
+        let agent = format!("profile=\"{}\"", who.profile);
+        h.insert("usp-agent", agent.parse().unwrap());
+        who.sign("GET", &env.url, &mut h, b"");
+        env.http.get(&env.url).headers(h).send()
+    };
+    let (sa, sb) = (env.session().await, env.session().await);
+    let resp = open(&signer, sa).await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let mut mine = Sse::new(resp);
+    let resp = open(&stranger, sb).await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let mut theirs = Sse::new(resp);
+    let mut args = env.create_args().await;
+    args["_meta"]["usp"]["profile"] = json!(signer.profile);
+    let params = json!({"name": "usp_bookings_create", "arguments": args,
+        "_meta": {"io.modelcontextprotocol/protocolVersion": MODERN,
+                  "io.modelcontextprotocol/clientCapabilities": {}}});
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+        .to_string()
+        .into_bytes();
+    let mut h = http::HeaderMap::new();
+    for (k, v) in [
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-protocol-version", MODERN),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "usp_bookings_create"),
+    ] {
+        h.insert(k, v.parse().unwrap());
+    }
+    signer.sign("POST", &env.url, &mut h, &body);
+    let booked = send(env.http.post(&env.url).headers(h).body(body)).await;
+    let id = booked.sc()["booking"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not booked: {}", booked.text))
+        .to_string();
+    let got = mine
+        .next(Duration::from_secs(10))
+        .await
+        .expect("the signer's event");
+    assert_eq!(got["method"], "usp_webhook", "{got}");
+    assert_eq!(booking_of(&got), id);
+    theirs.stays_quiet("another signer's stream").await;
     env.stop().await;
 }

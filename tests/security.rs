@@ -65,38 +65,6 @@ fn data_code(a: &Answer) -> String {
         .to_string()
 }
 
-struct PopKey {
-    key: SigningKey,
-    x: String,
-}
-
-impl PopKey {
-    fn new() -> PopKey {
-        let key = SigningKey::generate(Alg::Ed25519, "ephemeral").unwrap();
-        let x = key.verifying_key().jwk()["x"].as_str().unwrap().to_string();
-        PopKey { key, x }
-    }
-
-    fn jkt(&self) -> String {
-        pop::thumbprint(&self.x)
-    }
-
-    /// A `usp-pop+jwt` over `args` (their `_meta.usp.authorization` excluded) for `method`.
-    fn proof(&self, method: &str, args: &Value, extra: Value) -> String {
-        let mut claims = json!({"usp_m": method, "aud": AUD, "usp_p": pop::usp_p(args).unwrap(),
-                                "iat": now(), "jti": uuid::Uuid::new_v4().to_string()});
-        for (k, v) in extra.as_object().unwrap() {
-            if v.is_null() {
-                claims.as_object_mut().unwrap().remove(k);
-            } else {
-                claims[k] = v.clone();
-            }
-        }
-        let header = json!({"typ": "usp-pop+jwt", "alg": "EdDSA", "jwk": {"kty": "OKP", "crv": "Ed25519", "x": self.x}});
-        jws::sign(&header, &claims, &self.key).unwrap()
-    }
-}
-
 fn with_auth(mut args: Value, auth: Value) -> Value {
     args["_meta"]["usp"]["authorization"] = auth;
     args

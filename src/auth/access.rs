@@ -1,18 +1,21 @@
 //! Who may read what: the one authorization decision for every read and every delivery
 //! (resources, prompts that embed them, completions, GET streams, `subscriptions/listen`,
-//! webhook fan-out), from the business's policy, the resource's tier and who owns the booking.
+//! webhook fan-out) and for the booking a tool call names, from the business's policy, the
+//! resource's tier and who owns the booking.
 //! It never lets an anonymous caller or another principal see a booking it does not own, and
 //! never changes what a business without an `authorization:` section serves.
 
-use super::policy::{Mechanism, Policy, Tier};
+use super::policy::{Policy, Tier};
 use super::store::stores;
 use super::transport::{self, HttpCredentials};
-use super::{Principal, Refusal};
+use super::{Asked, Grant, Principal, Refusal};
 use crate::config::surface::Resource;
-use crate::config::{Business, Gateway};
+use crate::config::{Business, Gateway, Tool};
+use crate::model::Call;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How long an event about a booking nobody owns yet waits for its owner: a backend may send a
@@ -35,54 +38,78 @@ impl From<Principal> for Viewer {
         Viewer {
             principal: p.id,
             business: p.business,
-            only: None,
+            only: p.only,
         }
     }
 }
 
-/// Who `http`'s credentials are for `business` (`Ok(None)`: nothing presented). Reads accept
-/// what a request without a JSON-RPC body can carry: `X-API-Key`, `Authorization: Bearer` (an
-/// API key, an OAuth JWT or a booking-scoped credential without `cnf`) and the TLS client
-/// certificate.
+/// The JSON-RPC request a read arrived in (its method and params: what a proof of possession
+/// names and covers), and who its credentials were found to be per business, so each business
+/// judges them once per request (a proof's `jti` and a signature are accepted only once).
+struct Reading {
+    method: String,
+    params: Value,
+    seen: Mutex<HashMap<String, Result<Option<Viewer>, Refusal>>>,
+}
+
+tokio::task_local! {
+    static READING: Arc<Reading>;
+}
+
+/// Runs `f`, the handling of one JSON-RPC request `method` that is not a `tools/call`, so that
+/// the reads it decides judge the credentials in its `params` (`_meta.usp.authorization`,
+/// `_meta.usp.profile`) and judge each business's credentials once. A plain function returning
+/// the wrapper (see `transport::scope`).
+pub fn reading<F: Future>(
+    method: &str,
+    params: Option<Value>,
+    f: F,
+) -> impl Future<Output = F::Output> {
+    let r = Reading {
+        method: method.to_string(),
+        params: params.unwrap_or(Value::Null),
+        seen: Mutex::new(HashMap::new()),
+    };
+    READING.scope(Arc::new(r), f)
+}
+
+/// Who the current read's credentials are for `business` (`Ok(None)`: nothing presented):
+/// [`super::authenticate`], the authentication of tool calls, on `http` and, inside
+/// [`reading`], on the request's params (proofs name the JSON-RPC method as `usp_m` and cover
+/// its params; request signatures find keys from `_meta.usp.profile` or the agent header). A
+/// GET stream has no params: its credentials are its headers (a signature included).
 pub async fn identify(
     policy: &Policy,
     business: &str,
     http: &HttpCredentials,
 ) -> Result<Option<Viewer>, Refusal> {
-    let bearer = super::bearer_token(http)?;
-    if let Some(value) = bearer.filter(|b| b.starts_with("bsc_")) {
-        let issued = stores()
-            .credentials
-            .get(value)
-            .await
-            .filter(|i| i.business == business && i.expires_at > super::now())
-            .filter(|_| policy.accepts(Mechanism::BookingScopedCredential))
-            .ok_or_else(|| Refusal::invalid("the credential is unknown or expired"))?;
-        // A key-bound credential needs a proof over the request, which a read does not carry.
-        if issued.jkt.is_some() {
-            return Err(Refusal::pop(super::pop::PopError::Missing));
-        }
-        return Ok(Some(Viewer {
-            principal: issued.principal,
-            business: false,
-            only: Some(issued.resource),
-        }));
+    let reading = READING.try_with(Arc::clone).ok();
+    let seen = |r: &Reading| r.seen.lock().ok().and_then(|m| m.get(business).cloned());
+    if let Some(known) = reading.as_deref().and_then(seen) {
+        return known;
     }
-    if let Some(k) = &http.api_key {
-        let Ok(k) = k else {
-            return Err(Refusal::invalid("the X-API-Key header is malformed"));
-        };
-        return super::api_key(policy, k)
-            .map(|p| Some(p.into()))
-            .ok_or_else(|| Refusal::invalid("the API key is not valid"));
+    let (method, params) = match reading.as_deref() {
+        Some(r) => (r.method.as_str(), &r.params),
+        None => ("", &Value::Null),
+    };
+    let presented = super::presented_in(Some(policy), params);
+    let asked = Asked {
+        business,
+        method,
+        authorization: params.pointer("/_meta/usp/authorization"),
+        profile: params.pointer("/_meta/usp/profile").and_then(Value::as_str),
+        presented: &presented,
+        call: None,
+    };
+    let found = super::authenticate(policy, &asked, http)
+        .await
+        .map(|p| p.map(Viewer::from));
+    if let Some(r) = &reading
+        && let Ok(mut m) = r.seen.lock()
+    {
+        m.insert(business.to_string(), found.clone());
     }
-    if let Some(b) = bearer {
-        return super::bearer(policy, b).await.map(|p| Some(p.into()));
-    }
-    if http.client_cert.is_some() && policy.accepts(Mechanism::Mtls) {
-        return super::mtls(policy, http.client_cert.as_ref()).map(|p| Some(p.into()));
-    }
-    Ok(None)
+    found
 }
 
 /// The decision: may `viewer` read a resource of `tier` of the business `policy` guards, about
@@ -102,9 +129,11 @@ pub async fn decide(
     }
     let Some(v) = viewer else {
         if policy.require {
-            return Err(Refusal::missing(
-                "this resource requires authentication (X-API-Key, Authorization: Bearer or a TLS client certificate)",
-            ));
+            let accepted: Vec<&str> = policy.mechanisms.iter().map(|m| m.name()).collect();
+            return Err(Refusal::missing(format!(
+                "this resource requires authentication (accepted: {})",
+                accepted.join(", ")
+            )));
         }
         return Ok(());
     };
@@ -125,6 +154,32 @@ pub async fn decide(
             "this resource belongs to another principal",
         ))
     }
+}
+
+/// Whether the caller of `call` may name the booking (hold, entry, booking session) `tool` acts
+/// on (the policy's `acts_on`): only its owner or a business principal may, under the one
+/// decision of [`decide`]. A business without a policy, a tool acting on no booking and
+/// a call without a principal (a sandbox's anonymous caller; otherwise already refused) are
+/// not checked. `false` is answered as an unknown booking, before any backend call.
+pub async fn may_name(tool: &Tool, call: &Call, grant: &Grant) -> bool {
+    let Some(policy) = tool.business.auth.as_deref() else {
+        return true;
+    };
+    let (Some(arg), Some(p)) = (policy.acts_on.get(&tool.name), &grant.principal) else {
+        return true;
+    };
+    let id = match call.args.get(arg.as_str()) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => return true,
+    };
+    let viewer = Viewer::from(p.clone());
+    let business = &tool.business.name;
+    let decided = decide(policy, business, Some(&viewer), Tier::Scoped, Some(&id)).await;
+    if decided.is_err() {
+        tracing::info!(business = %business, tool = %tool.name, principal = %p.id, "a call named a booking that is not the caller's; answered as unknown");
+    }
+    decided.is_ok()
 }
 
 /// [`decide`] for the current request's credentials on a resource of `business` (open when the

@@ -1,8 +1,8 @@
-//! Inbound authentication and authorization of tool calls: a business's AuthorizationPolicy
-//! (api keys, OAuth JWTs, USP proofs of possession, booking-scoped credentials, RFC 9421 request
-//! signatures, TLS client certificates), access tiers,
-//! identity binding, and failures in each binding's form. It must never log or echo a credential,
-//! and never treat an unknown mechanism, or a `cnf`-bound credential without its proof, as accepted.
+//! Inbound authentication of tool calls and reads, and authorization of tool calls: a business's
+//! AuthorizationPolicy (api keys, OAuth JWTs, USP proofs of possession, booking-scoped
+//! credentials, RFC 9421 request signatures, TLS client certificates), access tiers, identity
+//! binding, and failures in each binding's form. It must never log or echo a credential, and
+//! never treat an unknown mechanism, or a `cnf`-bound credential without its proof, as accepted.
 
 pub mod access;
 pub mod fetch;
@@ -35,6 +35,8 @@ pub struct Principal {
     pub business: bool,
     /// The proven key's thumbprint (platform_key_pop).
     pub jkt: Option<String>,
+    /// A booking-scoped credential: the one resource it reaches.
+    pub only: Option<String>,
 }
 
 /// What authorization decided for a call that may proceed.
@@ -138,13 +140,36 @@ fn now() -> i64 {
 
 /// Reads what a proof needs from the raw arguments (only when one is presented).
 pub fn presented(tool: &Tool, args: &Value) -> Presented {
-    let has_proof = tool.business.auth.as_ref().is_some_and(|p| p.pop.is_some())
-        && args
+    presented_in(tool.business.auth.as_deref(), args)
+}
+
+/// [`presented`] for the params of any request judged by `policy` (a tool's arguments, a read's
+/// params).
+pub fn presented_in(policy: Option<&Policy>, params: &Value) -> Presented {
+    let has_proof = policy.is_some_and(|p| p.pop.is_some())
+        && params
             .pointer("/_meta/usp/authorization/proof")
             .is_some_and(|p| !p.is_null());
     Presented {
-        usp_p: has_proof.then(|| pop::usp_p(args)),
+        usp_p: has_proof.then(|| pop::usp_p(params)),
     }
+}
+
+/// What presented credentials are judged for: a tool call, or a read (any other MCP request:
+/// resources, prompts, completions, `subscriptions/listen`; a GET stream has no params).
+pub struct Asked<'a> {
+    /// The business whose policy judges.
+    pub business: &'a str,
+    /// The method a proof names (`usp_m`): the tool, or the JSON-RPC method of a read.
+    pub method: &'a str,
+    /// `_meta.usp.authorization` as presented.
+    pub authorization: Option<&'a Value>,
+    /// The profile URI the caller asserts (`_meta.usp.profile`; signatures look keys up there).
+    pub profile: Option<&'a str>,
+    /// The proof's inputs from the raw params.
+    pub presented: &'a Presented,
+    /// The tool call, when it is one: a booking-scoped credential's scope is checked against it.
+    pub call: Option<(&'a Tool, &'a Call)>,
 }
 
 /// `McpAuthorization` as presented in `_meta.usp.authorization`.
@@ -196,6 +221,7 @@ fn api_key(policy: &Policy, value: &str) -> Option<Principal> {
                 mechanism: Mechanism::ApiKey,
                 business: k.business,
                 jkt: None,
+                only: None,
             });
         }
     }
@@ -286,6 +312,7 @@ async fn oauth(policy: &Policy, token: &str) -> Result<Principal, Refusal> {
         mechanism: Mechanism::OAuth2Bearer,
         business,
         jkt: None,
+        only: None,
     })
 }
 
@@ -302,6 +329,7 @@ fn mtls(policy: &Policy, cert: Option<&transport::ClientCert>) -> Result<Princip
         mechanism: Mechanism::Mtls,
         business,
         jkt: None,
+        only: None,
     };
     if policy.mtls_clients.is_empty() {
         return Ok(principal(format!("mtls:sha256:{}", c.sha256), false));
@@ -320,13 +348,12 @@ fn mtls(policy: &Policy, cert: Option<&transport::ClientCert>) -> Result<Princip
 /// A signed HTTP request (`http_message_signature`): the principal is the profile key that
 /// verified it; a signature is accepted once per business within the replay window.
 async fn signed(
-    tool: &Tool,
+    asked: &Asked<'_>,
     sigs: &httpsig::Signatures,
     info: &transport::RequestInfo,
-    call: &Call,
 ) -> Result<Principal, Refusal> {
     let (v, key) = sigs
-        .verify(info, call.meta.profile.as_deref(), now())
+        .verify(info, asked.profile, now())
         .await
         .map_err(Refusal::sig)?;
     // Keyed on what was signed (key, base, `created`), not on the signature bytes, which an
@@ -339,7 +366,7 @@ async fn signed(
     let keep = crate::webhook::sig::replay_window(sigs.max_age);
     if !stores()
         .replay
-        .first_use_for(&tool.business.name, &mark, keep)
+        .first_use_for(asked.business, &mark, keep)
         .await
     {
         return Err(Refusal {
@@ -357,6 +384,7 @@ async fn signed(
         mechanism: Mechanism::HttpMessageSignature,
         business: false,
         jkt: None,
+        only: None,
     })
 }
 
@@ -371,11 +399,10 @@ async fn bearer(policy: &Policy, value: &str) -> Result<Principal, Refusal> {
     Err(Refusal::invalid("the credential is not valid"))
 }
 
-/// Checks a proof (steps 4–12 of USP §10.1.6) for `tool`.
+/// Checks a proof (steps 4–12 of USP §10.1.6) for what is `asked`.
 async fn proof(
-    tool: &Tool,
+    asked: &Asked<'_>,
     policy: &Policy,
-    presented: &Presented,
     proof: &str,
     bound: Option<&str>,
     credential: Option<&str>,
@@ -385,13 +412,13 @@ async fn proof(
             "proofs are not accepted here",
         )));
     };
-    let usp_p = match &presented.usp_p {
+    let usp_p = match &asked.presented.usp_p {
         Some(Ok(p)) => p.as_str(),
         Some(Err(e)) => return Err(Refusal::pop(e.clone())),
         None => return Err(Refusal::pop(pop::PopError::Missing)),
     };
     let expect = pop::Expect {
-        method: &tool.name,
+        method: asked.method,
         usp_p,
         audiences: &cfg.audiences,
         jkt: bound,
@@ -399,7 +426,7 @@ async fn proof(
         now: now(),
     };
     let v = pop::verify(proof, &expect).map_err(Refusal::pop)?;
-    let business = &tool.business.name;
+    let business = asked.business;
     if cfg.require_nonce {
         let ok = match &v.nonce {
             Some(n) => stores().nonces.valid(business, n).await,
@@ -424,22 +451,20 @@ fn resource<'a>(call: &'a Call, names: &[String]) -> Option<&'a str> {
         .find_map(|n| call.args.get(n.as_str()).and_then(Value::as_str))
 }
 
-/// A presented booking-scoped credential (steps 1–12).
+/// A presented booking-scoped credential (steps 1–12; step 3 for tool calls).
 async fn scoped(
-    tool: &Tool,
+    asked: &Asked<'_>,
     policy: &Policy,
-    call: &Call,
-    presented: &Presented,
     value: &str,
     proof_jws: Option<&str>,
 ) -> Result<Principal, Refusal> {
-    let business = &tool.business.name;
+    let business = asked.business;
     // 1. known and unexpired (another business's credential is unknown here).
     let issued = stores()
         .credentials
         .get(value)
         .await
-        .filter(|i| &i.business == business && i.expires_at > now())
+        .filter(|i| i.business == business && i.expires_at > now())
         .ok_or_else(|| Refusal::invalid("the credential is unknown or expired"))?;
     // 2. cnf => a proof is mandatory, whatever mechanism is declared; no fallback.
     if issued.jkt.is_some() && proof_jws.is_none() {
@@ -450,40 +475,37 @@ async fn scoped(
             "booking-scoped credentials are not accepted",
         ));
     }
-    // 3. scope: this tool, this resource; never a business-only tool.
-    let names = policy
-        .credentials
-        .as_ref()
-        .map(|c| c.resource_args.clone())
-        .unwrap_or_default();
-    if !issued.scope.iter().any(|t| t == &tool.name)
-        || policy.business_only.contains(&tool.name)
-        || resource(call, &names) != Some(issued.resource.as_str())
-    {
-        return Err(Refusal::forbidden(
-            "the credential does not authorize this operation on this resource",
-        ));
+    // 3. scope: this tool, this resource; never a business-only tool. (A read is limited to
+    // the credential's resource by `access::decide`.)
+    if let Some((tool, call)) = asked.call {
+        let names = policy
+            .credentials
+            .as_ref()
+            .map(|c| c.resource_args.clone())
+            .unwrap_or_default();
+        if !issued.scope.iter().any(|t| t == &tool.name)
+            || policy.business_only.contains(&tool.name)
+            || resource(call, &names) != Some(issued.resource.as_str())
+        {
+            return Err(Refusal::forbidden(
+                "the credential does not authorize this operation on this resource",
+            ));
+        }
     }
     let jkt = match proof_jws {
         Some(p) => Some(
-            proof(
-                tool,
-                policy,
-                presented,
-                p,
-                issued.jkt.as_deref(),
-                Some(value),
-            )
-            .await?
-            .jkt,
+            proof(asked, policy, p, issued.jkt.as_deref(), Some(value))
+                .await?
+                .jkt,
         ),
         None => None,
     };
     Ok(Principal {
-        id: issued.principal.clone(),
+        id: issued.principal,
         mechanism: Mechanism::BookingScopedCredential,
         business: false,
         jkt,
+        only: Some(issued.resource),
     })
 }
 
@@ -502,16 +524,16 @@ fn bearer_token(http: &transport::HttpCredentials) -> Result<Option<&str>, Refus
     }
 }
 
-/// Who is calling, from the presented credentials; `Ok(None)` when nothing was presented.
+/// Who is calling, from the credentials presented with what is `asked` and its HTTP request
+/// (`http`); `Ok(None)` when nothing was presented. The one authentication of tool calls and
+/// reads alike.
 async fn authenticate(
-    tool: &Tool,
     policy: &Policy,
-    call: &Call,
-    presented: &Presented,
+    asked: &Asked<'_>,
+    http: &transport::HttpCredentials,
 ) -> Result<Option<Principal>, Refusal> {
-    let meta = meta_auth(call.meta.authorization.as_ref())?;
-    let http = transport::current().unwrap_or_default();
-    let http_bearer = bearer_token(&http)?;
+    let meta = meta_auth(asked.authorization)?;
+    let http_bearer = bearer_token(http)?;
     // A booking-scoped credential, wherever it rides, is judged first and alone.
     let meta_cred = meta.as_ref().and_then(|m| m.credential);
     let meta_proof = meta.as_ref().and_then(|m| m.proof);
@@ -519,9 +541,7 @@ async fn authenticate(
         .filter(|c| c.starts_with("bsc_"))
         .or(http_bearer.filter(|c| c.starts_with("bsc_")))
     {
-        return scoped(tool, policy, call, presented, value, meta_proof)
-            .await
-            .map(Some);
+        return scoped(asked, policy, value, meta_proof).await.map(Some);
     }
     if let Some(m) = &meta
         && Mechanism::parse(m.mechanism).is_none_or(|x| !policy.accepts(x))
@@ -543,12 +563,13 @@ async fn authenticate(
         let Some(p) = meta_proof else {
             return Err(Refusal::pop(pop::PopError::Missing));
         };
-        let v = proof(tool, policy, presented, p, None, None).await?;
+        let v = proof(asked, policy, p, None, None).await?;
         return Ok(Some(Principal {
             id: format!("jkt:{}", v.jkt),
             mechanism: Mechanism::PlatformKeyPop,
             business: false,
             jkt: Some(v.jkt),
+            only: None,
         }));
     }
     // HTTP-layer credentials are preferred over `_meta` ones; a signature first.
@@ -558,7 +579,7 @@ async fn authenticate(
             .is_some_and(|m| m.mechanism == Mechanism::HttpMessageSignature.name());
         match http.request.as_deref() {
             Some(info) if httpsig::is_signed(info) => {
-                return signed(tool, sigs, info, call).await.map(Some);
+                return signed(asked, sigs, info).await.map(Some);
             }
             _ if declared => {
                 return Err(Refusal::sig(crate::webhook::sig::SigError::Unsigned.into()));
@@ -616,7 +637,16 @@ async fn decide(
     presented: &Presented,
 ) -> Result<Grant, Refusal> {
     let tier = policy.tier(&tool.name, tool.access.as_deref());
-    let principal = authenticate(tool, policy, call, presented).await?;
+    let asked = Asked {
+        business: &tool.business.name,
+        method: &tool.name,
+        authorization: call.meta.authorization.as_ref(),
+        profile: call.meta.profile.as_deref(),
+        presented,
+        call: Some((tool, call)),
+    };
+    let http = transport::current().unwrap_or_default();
+    let principal = authenticate(policy, &asked, &http).await?;
     if tier == Tier::Public {
         return Ok(Grant { principal });
     }

@@ -58,6 +58,22 @@ pub struct AuthorizationSpec {
     /// `booking_scoped_credential.issue` tools, else `usp_bookings_create: /booking/id`.
     #[serde(default)]
     pub creates: Option<IndexMap<String, String>>,
+    /// Tool -> the argument naming the existing booking (hold, waitlist entry, booking session)
+    /// the tool acts on; only its owner or a business principal may name it. Default: every
+    /// `privileged_scoped` tool with a `resource_args` parameter (`booking_id`, `entry_id`,
+    /// `hold_id`), and UCP's `get|update|complete|cancel_booking_session` with `id`.
+    #[serde(default)]
+    pub acts_on: Option<IndexMap<String, String>>,
+}
+
+/// What a policy needs to know of each tool of its mapping.
+#[derive(Debug, Clone, Default)]
+pub struct ToolFacts {
+    pub name: String,
+    /// The OpenRPC's `x-usp-access`.
+    pub access: Option<String>,
+    /// The method's parameter names.
+    pub params: Vec<String>,
 }
 
 fn yes() -> bool {
@@ -337,6 +353,8 @@ pub struct Policy {
     pub resource_tiers: HashMap<String, Tier>,
     /// Tools whose success creates an owned resource -> pointer to its id.
     pub creates: HashMap<String, String>,
+    /// Tools that act on an existing owned resource -> the argument naming it.
+    pub acts_on: HashMap<String, String>,
 }
 
 impl fmt::Debug for Policy {
@@ -419,7 +437,7 @@ pub fn compile(
     spec: &AuthorizationSpec,
     file: &Path,
     text: &str,
-    tools: &[(String, Option<String>)],
+    tools: &[ToolFacts],
 ) -> Result<Policy, Vec<Diagnostic>> {
     let mut diags = Vec::new();
     let err = |path: &[&str], msg: String, hint: &str| {
@@ -555,11 +573,8 @@ pub fn compile(
             scope: if c.scope.is_empty() {
                 tools
                     .iter()
-                    .filter(|(t, access)| {
-                        let tier = spec.tools.get(t).map(String::as_str).or(access.as_deref());
-                        tier == Some("privileged_scoped")
-                    })
-                    .map(|(t, _)| t.clone())
+                    .filter(|t| declared_tier(spec, t) == Some("privileged_scoped"))
+                    .map(|t| t.name.clone())
                     .collect()
             } else {
                 c.scope.clone()
@@ -638,18 +653,55 @@ pub fn compile(
     }
     let tiers = compile_tiers("tools", &spec.tools, &err, &mut diags);
     let resource_tiers = compile_tiers("resources", &spec.resources, &err, &mut diags);
-    let creates: HashMap<String, String> = match (&spec.creates, &credentials) {
-        (Some(c), _) => c.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-        (None, Some(c)) => c.issue.clone(),
-        (None, None) => tools
-            .iter()
-            .filter(|(t, _)| t == "usp_bookings_create")
-            .map(|(t, _)| (t.clone(), "/booking/id".to_string()))
-            .collect(),
+    let creates: HashMap<String, String> = match &spec.creates {
+        Some(c) => c.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        None => {
+            let mut c: HashMap<String, String> = tools
+                .iter()
+                .filter_map(|t| DEFAULT_CREATES.iter().find(|(n, _)| *n == t.name))
+                .map(|(n, p)| (n.to_string(), p.to_string()))
+                .collect();
+            c.extend(credentials.iter().flat_map(|c| c.issue.clone()));
+            c
+        }
     };
     if let Some(c) = &spec.creates {
         check_pointers(&["creates"], c, tools, &err, &mut diags);
     }
+    let resource_args = credentials
+        .as_ref()
+        .map_or(default_resource_args(), |c| c.resource_args.as_slice());
+    let acts_on = match &spec.acts_on {
+        Some(a) => {
+            for (tool, arg) in a {
+                let path = ["acts_on", tool.as_str()];
+                match tools.iter().find(|t| &t.name == tool) {
+                    None => diags.push(err(
+                        &path,
+                        format!("`{tool}` is not a tool of this mapping"),
+                        "name a tool under `tools:`",
+                    )),
+                    Some(t) if !t.params.contains(arg) => diags.push(err(
+                        &path,
+                        format!("`{tool}` has no parameter `{arg}`"),
+                        "name the argument that carries the booking id",
+                    )),
+                    Some(t) if tier_of(spec, t) == Tier::Public => diags.push(err(
+                        &path,
+                        format!("`{tool}` is public: it has no principal to check"),
+                        "give the tool a privileged tier under `tools:`",
+                    )),
+                    Some(_) => {}
+                }
+            }
+            a.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+        }
+        None => tools
+            .iter()
+            .filter(|t| tier_of(spec, t) != Tier::Public)
+            .filter_map(|t| default_acts_on(spec, t, resource_args).map(|a| (t.name.clone(), a)))
+            .collect(),
+    };
     if diags.iter().any(Diagnostic::is_error) {
         return Err(diags);
     }
@@ -659,6 +711,7 @@ pub fn compile(
     Ok(Policy {
         resource_tiers,
         creates,
+        acts_on,
         require: spec.privileged_operations_require_authentication,
         mechanisms,
         api_keys,
@@ -673,6 +726,47 @@ pub fn compile(
             .clone()
             .unwrap_or_else(|| vec!["usp_bookings_confirm".into()]),
     })
+}
+
+/// Creating tools portico knows, and where their result names what they created.
+const DEFAULT_CREATES: &[(&str, &str)] = &[
+    ("usp_bookings_create", "/booking/id"),
+    ("create_booking_session", "/id"),
+];
+
+/// UCP's tools that act on an existing booking session, named by `id`.
+const UCP_SESSION_TOOLS: &[&str] = &[
+    "get_booking_session",
+    "update_booking_session",
+    "complete_booking_session",
+    "cancel_booking_session",
+];
+
+/// A tool's tier as the mapping or the OpenRPC writes it.
+fn declared_tier<'a>(spec: &'a AuthorizationSpec, t: &'a ToolFacts) -> Option<&'a str> {
+    spec.tools
+        .get(&t.name)
+        .map(String::as_str)
+        .or(t.access.as_deref())
+}
+
+/// A tool's tier (privileged when neither says).
+fn tier_of(spec: &AuthorizationSpec, t: &ToolFacts) -> Tier {
+    declared_tier(spec, t)
+        .and_then(Tier::parse)
+        .unwrap_or(Tier::Platform)
+}
+
+/// The argument naming the booking a tool acts on, by default: a `privileged_scoped` tool's
+/// first `resource_args` parameter, or `id` of UCP's booking-session tools.
+fn default_acts_on(spec: &AuthorizationSpec, t: &ToolFacts, names: &[String]) -> Option<String> {
+    if tier_of(spec, t) == Tier::Scoped
+        && let Some(n) = names.iter().find(|n| t.params.contains(n))
+    {
+        return Some(n.clone());
+    }
+    (UCP_SESSION_TOOLS.contains(&t.name.as_str()) && t.params.iter().any(|p| p == "id"))
+        .then(|| "id".to_string())
 }
 
 /// A `name -> tier` map of the section `at` (`tools`, `resources`).
@@ -703,13 +797,13 @@ fn compile_tiers(
 fn check_pointers(
     at: &[&str],
     map: &IndexMap<String, String>,
-    tools: &[(String, Option<String>)],
+    tools: &[ToolFacts],
     err: &dyn Fn(&[&str], String, &str) -> Diagnostic,
     diags: &mut Vec<Diagnostic>,
 ) {
     for (tool, pointer) in map {
         let path: Vec<&str> = at.iter().copied().chain([tool.as_str()]).collect();
-        if !tools.iter().any(|(t, _)| t == tool) {
+        if !tools.iter().any(|t| &t.name == tool) {
             diags.push(err(
                 &path,
                 format!("`{tool}` is not a tool of this mapping"),
@@ -883,19 +977,19 @@ mod tests {
             "authorization:\n{}",
             yaml.lines().map(|l| format!("  {l}\n")).collect::<String>()
         );
+        let fact = |name: &str, access: &str, params: &[&str]| ToolFacts {
+            name: name.into(),
+            access: Some(access.into()),
+            params: params.iter().map(|p| p.to_string()).collect(),
+        };
         let tools = vec![
-            (
-                "usp_bookings_create".to_string(),
-                Some("privileged_platform".to_string()),
+            fact(
+                "usp_bookings_create",
+                "privileged_platform",
+                &["service_id", "hold_id"],
             ),
-            (
-                "usp_bookings_get".to_string(),
-                Some("privileged_scoped".to_string()),
-            ),
-            (
-                "usp_bookings_confirm".to_string(),
-                Some("privileged_scoped".to_string()),
-            ),
+            fact("usp_bookings_get", "privileged_scoped", &["booking_id"]),
+            fact("usp_bookings_confirm", "privileged_scoped", &["booking_id"]),
         ];
         compile(&spec, Path::new("m.yaml"), &text, &tools)
     }
@@ -956,6 +1050,15 @@ mod tests {
         assert_eq!(p.business_only, ["usp_bookings_confirm"]);
         assert_eq!(p.tier("anything", None), Tier::Platform, "fail closed");
         assert_eq!(p.tier("t", Some("public")), Tier::Public);
+        // Scoped tools naming a booking act on it; creating one does not.
+        assert_eq!(p.acts_on.get("usp_bookings_get").unwrap(), "booking_id");
+        assert!(!p.acts_on.contains_key("usp_bookings_create"));
+        assert_eq!(p.creates.get("usp_bookings_create").unwrap(), "/booking/id");
+        let m = messages(load(
+            "accepted_mechanisms: [platform_key_pop]\nplatform_key_pop: { audiences: [https://b/u] }\nacts_on: { usp_bookings_get: id, nope: id }\n",
+        ));
+        assert!(m.contains("has no parameter `id`"), "{m}");
+        assert!(m.contains("`nope` is not a tool"), "{m}");
         let keyed = load("accepted_mechanisms: [api_key]\napi_keys: [{name: front, value: 0123456789abcdef-secret}]\n").unwrap();
         let shown = format!("{keyed:?}");
         assert!(

@@ -633,10 +633,16 @@ fn compile_file(
         .map(Arc::new)
     });
     let auth = spec.authorization.as_ref().and_then(|a| {
-        let tools: Vec<(String, Option<String>)> = spec
+        let tools: Vec<crate::auth::policy::ToolFacts> = spec
             .tools
             .keys()
-            .map(|t| (t.clone(), doc.method(t).and_then(|m| m.access.clone())))
+            .map(|t| crate::auth::policy::ToolFacts {
+                name: t.clone(),
+                access: doc.method(t).and_then(|m| m.access.clone()),
+                params: doc.method(t).map_or_else(Vec::new, |m| {
+                    m.params.iter().map(|p| p.name.clone()).collect()
+                }),
+            })
             .collect();
         crate::auth::policy::compile(a, file, &text, &tools)
             .map_err(|ds| diags.extend(ds))

@@ -706,8 +706,10 @@ impl Server {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok());
         let filter = crate::webhook::hub::Filter::from_query(req.uri().query());
-        // Events reach this stream only as far as its own credentials allow (`auth::access`).
-        let creds = crate::auth::transport::HttpCredentials::from_request(&req, false);
+        // Events reach this stream only as far as its own credentials allow (`auth::access`);
+        // the request is kept when a policy may read its signature.
+        let keep = self.core.gateway.load().reads_http_request;
+        let creds = crate::auth::transport::HttpCredentials::from_request(&req, keep);
         let gate = self.stream_gate(&creds).await;
         self.events_loaded().await;
         let events = self.webhooks.hub.listen(&sid, filter, last_event_id, gate);
@@ -962,11 +964,28 @@ impl Server {
         let modern = session_hdr.is_none()
             && (meta_version.is_some() || version_hdr.is_some())
             && !(meta_version.is_none() && header_is_legacy);
-        if modern {
-            self.post_modern(headers, msg, json_ok, sse_ok).await
-        } else {
-            self.post_legacy(&parts, msg, session_hdr, version_hdr, json_ok, sse_ok)
-                .await
+        // A request other than `tools/call` is a read: its params carry the credentials reads
+        // judge besides the headers (`auth::access`). Tool calls take their own path.
+        let read = match &msg {
+            Message::Request { method, params, .. } if method != "tools/call" => {
+                Some((method.clone(), params.clone()))
+            }
+            _ => None,
+        };
+        let parts = &parts;
+        let dispatch = |msg| async move {
+            if modern {
+                self.post_modern(headers, msg, json_ok, sse_ok).await
+            } else {
+                self.post_legacy(parts, msg, session_hdr, version_hdr, json_ok, sse_ok)
+                    .await
+            }
+        };
+        match read {
+            Some((method, params)) => {
+                crate::auth::access::reading(&method, params, dispatch(msg)).await
+            }
+            None => dispatch(msg).await,
         }
     }
 

@@ -207,7 +207,9 @@ async fn read_loop<R: AsyncRead + Unpin>(
                     });
                     continue;
                 }
-                let answer = handler::handle(&core, &era, &method, params.clone()).await;
+                // A read judges the credentials in its params (`auth::access`).
+                let handled = handler::handle(&core, &era, &method, params.clone());
+                let answer = crate::auth::access::reading(&method, params.clone(), handled).await;
                 if method == "logging/setLevel"
                     && matches!(answer, handler::Answer::Result(_))
                     && let Some(l) = params

@@ -610,3 +610,45 @@ pub fn high_s_twin(signature_header: &str) -> String {
     twin.extend_from_slice(&s);
     format!("{label}=:{}:", b64.encode(twin))
 }
+
+/// An Ed25519 key proving possession (USP `platform_key_pop`) to the `portico demo --secure`
+/// audience.
+pub struct PopKey {
+    pub key: portico::webhook::keys::SigningKey,
+    /// The public key (`x` of its JWK).
+    pub x: String,
+}
+
+impl PopKey {
+    pub fn new() -> PopKey {
+        use portico::webhook::keys::{Alg, SigningKey};
+        let key = SigningKey::generate(Alg::Ed25519, "ephemeral").unwrap();
+        let x = key.verifying_key().jwk()["x"].as_str().unwrap().to_string();
+        PopKey { key, x }
+    }
+
+    pub fn jkt(&self) -> String {
+        portico::auth::pop::thumbprint(&self.x)
+    }
+
+    /// A `usp-pop+jwt` over `args` (their `_meta.usp.authorization` excluded) for `method`;
+    /// `extra` claims are added, or removed when null.
+    pub fn proof(&self, method: &str, args: &Value, extra: Value) -> String {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let mut claims = json!({"usp_m": method, "aud": portico::demo::SECURE_AUDIENCE,
+                                "usp_p": portico::auth::pop::usp_p(args).unwrap(),
+                                "iat": now, "jti": uuid::Uuid::new_v4().to_string()});
+        for (k, v) in extra.as_object().unwrap() {
+            if v.is_null() {
+                claims.as_object_mut().unwrap().remove(k);
+            } else {
+                claims[k] = v.clone();
+            }
+        }
+        let header = json!({"typ": "usp-pop+jwt", "alg": "EdDSA", "jwk": {"kty": "OKP", "crv": "Ed25519", "x": self.x}});
+        portico::auth::jws::sign(&header, &claims, &self.key).unwrap()
+    }
+}
