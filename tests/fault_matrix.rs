@@ -2,7 +2,10 @@
 //! backend (the Rust test backend, and a plain `node:http` server), for reads, unkeyed writes and
 //! keyed writes. Each cell checks what the MCP client sees and how many times the backend saw
 //! the request; portico never sends a request twice unless it is a read or carries an
-//! idempotency key. The expected outcomes are the table in docs/reliability.md.
+//! idempotency key. Two more cells need no proxy: the backend process stopped and started again
+//! on its port (its kept-alive connection in portico's pool closed by the stop), and the backend
+//! down during a call (connection refused), then back. The expected outcomes are the table in
+//! docs/reliability.md.
 
 mod common;
 
@@ -169,14 +172,16 @@ const server = http.createServer((req, res) => {
   });
 });
 server.keepAliveTimeout = 60000;
-server.listen(0, '127.0.0.1', () => console.log('listening ' + server.address().port));
+server.listen(Number(process.env.PORT || 0), '127.0.0.1', () => console.log('listening ' + server.address().port));
 "#;
 
 impl Node {
-    fn start() -> Node {
+    /// A node process listening on `port` (0: a free one).
+    fn start(port: u16) -> Node {
         use std::io::BufRead;
         let mut child = std::process::Command::new("node")
             .args(["-e", NODE_BACKEND])
+            .env("PORT", port.to_string())
             .stdout(std::process::Stdio::piped())
             .spawn()
             .expect("node is installed");
@@ -296,15 +301,23 @@ fn seen_of(a: &common::Answer) -> Result<(), String> {
     }
 }
 
-async fn matrix(backend: Backend, upstream: String) {
-    let (addr, switch) = proxy(upstream).await;
-    let dir = fixture_with_backend("gateway", &addr);
+/// portico on the gateway fixture with `backend` as its backend, its MCP URL, and an MCP client.
+/// The client keeps one connection to portico, so every call runs on the same connection shard
+/// and meets the backend connection the previous call left in that shard's pool.
+async fn portico_to(backend: &str) -> (portico::app::Running, String, reqwest::Client) {
+    let dir = fixture_with_backend("gateway", backend);
     let g = gateway(&[dir.join("usp.yaml")]).await;
     let url = g.mcp_url();
     let c = reqwest::Client::builder()
         .timeout(Duration::from_secs(20)) // failure guard only
         .build()
         .unwrap();
+    (g, url, c)
+}
+
+async fn matrix(backend: Backend, upstream: String) {
+    let (addr, switch) = proxy(upstream).await;
+    let (g, url, c) = portico_to(&addr).await;
     let faults = [
         Fault::None,
         Fault::ResetAfterBytes,
@@ -369,7 +382,148 @@ async fn the_fault_matrix_against_the_rust_backend() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fault_matrix_against_a_node_backend() {
-    let node = Node::start();
+    let node = Node::start(0);
     let addr = node.addr.clone();
     matrix(Backend::Node(node), addr).await;
+}
+
+/// A backend that can be stopped and started again on the same port: the Rust test backend on a
+/// runtime of its own (shutting that runtime down closes its listener and every connection, as
+/// a process exit does), or a `node:http` process (killed, then a new one started).
+struct Process {
+    backend: Backend,
+    runtime: Option<tokio::runtime::Runtime>,
+    port: u16,
+}
+
+impl Process {
+    /// Starts a backend on `port` (0: a free one); a fresh one remembers no earlier request.
+    fn start(node: bool, port: u16) -> Process {
+        if node {
+            let n = Node::start(port);
+            let port = n.addr.rsplit(':').next().and_then(|p| p.parse().ok());
+            return Process {
+                backend: Backend::Node(n),
+                runtime: None,
+                port: port.expect("node printed a port"),
+            };
+        }
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        // std binds with SO_REUSEADDR, so the port is free again once the old backend closed.
+        let listener = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = {
+            let _inside = rt.enter();
+            common::serve_test_backend(TcpListener::from_std(listener).unwrap())
+        };
+        Process {
+            backend: Backend::Rust(seen),
+            runtime: Some(rt),
+            port,
+        }
+    }
+
+    /// Stops the backend: its listener and its connections are closed when this returns.
+    async fn stop(self) {
+        let Process {
+            backend, runtime, ..
+        } = self;
+        drop(backend); // a node process is killed and reaped here
+        if let Some(rt) = runtime {
+            // Dropping a runtime blocks until its tasks are dropped (their sockets closed).
+            tokio::task::spawn_blocking(move || drop(rt)).await.unwrap();
+        }
+    }
+}
+
+/// `portico_upstream_reused_connection_lost_total` summed over the backend on `port`: how many
+/// requests went out on a pooled connection that turned out to be dead.
+fn reused_connections_lost(port: u16) -> f64 {
+    let at = format!("127.0.0.1:{port}");
+    portico::ops::metrics::render()
+        .lines()
+        .filter(|l| {
+            l.starts_with("portico_upstream_reused_connection_lost_total{") && l.contains(&at)
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// The restart and down cells for one kind of backend, straight from portico (no proxy).
+async fn restarts(node: bool) {
+    assert!(
+        portico::ops::metrics::install().is_some(),
+        "the metrics recorder is installed, so the reused-connection count below is real"
+    );
+    let mut p = Process::start(node, 0);
+    let port = p.port;
+    let (g, url, c) = portico_to(&format!("127.0.0.1:{port}")).await;
+    let mut problems = Vec::new();
+    let kinds = [Kind::Read, Kind::Write, Kind::KeyedWrite];
+    for (j, kind) in kinds.into_iter().enumerate() {
+        // Restarted: answered one call (its connection kept alive in the pool), stopped, and
+        // started again on the same port before the call.
+        let warm = format!("before-restart-{j}");
+        let a = one_call(&c, &url, Kind::Read, &warm).await;
+        assert!(seen_of(&a).is_ok(), "{}", a.text);
+        assert_eq!(p.backend.hits(&warm).await, 1, "{warm}");
+        p.stop().await;
+        p = Process::start(node, port);
+        let name = format!("after-restart-{j}");
+        let a = one_call(&c, &url, kind, &name).await;
+        let hits = p.backend.hits(&name).await;
+        if seen_of(&a).is_err() || hits != 1 {
+            problems.push(format!(
+                "restarted, {kind:?}: {} with {hits} hit(s) on the new backend, expected ok with 1",
+                a.text
+            ));
+        }
+    }
+    for (j, kind) in kinds.into_iter().enumerate() {
+        // Down during the call (connection refused), then back: the client sends it again.
+        let warm = format!("before-down-{j}");
+        let a = one_call(&c, &url, Kind::Read, &warm).await;
+        assert!(seen_of(&a).is_ok(), "{}", a.text);
+        p.stop().await;
+        let name = format!("while-down-{j}");
+        let down = one_call(&c, &url, kind, &name).await;
+        let refused = down.body["error"]["code"] == -32009
+            && down
+                .text
+                .contains("the backend refused or failed the connection");
+        p = Process::start(node, port);
+        let again = one_call(&c, &url, kind, &name).await;
+        let hits = p.backend.hits(&name).await;
+        if !refused || seen_of(&again).is_err() || hits != 1 {
+            problems.push(format!(
+                "down, {kind:?}: {} then {} with {hits} hit(s) once back, expected -32009 \
+                 \"the backend refused or failed the connection\", then ok with 1",
+                down.text, again.text
+            ));
+        }
+    }
+    let lost = reused_connections_lost(port);
+    if lost != 0.0 {
+        problems.push(format!(
+            "{lost} request(s) went out on a pooled connection the stopped backend had closed"
+        ));
+    }
+    g.stop().await.unwrap();
+    p.stop().await;
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rust_backend_restarted_or_down_on_its_port() {
+    restarts(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_backend_restarted_or_down_on_its_port() {
+    restarts(true).await;
 }

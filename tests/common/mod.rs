@@ -175,6 +175,12 @@ pub async fn wait_abandoned(seen: &Seen) -> usize {
 pub async fn test_backend() -> (SocketAddr, Arc<Seen>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
+    (addr, serve_test_backend(listener))
+}
+
+/// Serves the scriptable backend on `listener` from tasks of the current runtime: they end,
+/// closing the listener and every connection, when that runtime shuts down.
+pub fn serve_test_backend(listener: tokio::net::TcpListener) -> Arc<Seen> {
     let seen = Arc::new(Seen::default());
     let s = seen.clone();
     tokio::spawn(async move {
@@ -196,7 +202,7 @@ pub async fn test_backend() -> (SocketAddr, Arc<Seen>) {
             });
         }
     });
-    (addr, seen)
+    seen
 }
 
 pub fn fixtures() -> PathBuf {
