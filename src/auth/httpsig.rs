@@ -3,6 +3,13 @@
 //! profile `keys[]` (else `signing_keys`), fetched through `auth::fetch` and cached. It never
 //! fetches a profile before the local checks pass, and never accepts a signature that leaves out a
 //! component USP §9.1.4 / UCP require for the request it is on.
+//!
+//! Hand-written policy, not a format: the RFC 9421 signature base and the signature check are
+//! `webhook::sig`'s (see its header for why that is not a crate); this module adds only which key
+//! (`keyid` in the caller's profile) and which covered components the request must have.
+//! `tests/e2e/test_request_signature_interop.py` checks that requests signed by the independent
+//! Python `http-message-signatures` implementation pass here, and that portico's signed backend
+//! requests verify there.
 
 use super::fetch::{self, Limits};
 use super::transport::RequestInfo;

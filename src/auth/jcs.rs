@@ -1,5 +1,13 @@
 //! RFC 8785 JSON Canonicalization Scheme: object members sorted by UTF-16 code units, strings
 //! escaped minimally, numbers in ECMAScript form. It must never reorder arrays or drop members.
+//!
+//! Why kept rather than `serde_json_canonicalizer`: that crate turns on serde_json's
+//! `float_roundtrip` feature, which Cargo would unify into the gateway's own serde_json and so
+//! change how every request body's numbers are parsed; this module is some sixty lines over
+//! `serde_json::Value`, with number text from `ryu-js` (the part that is easy to get wrong). Its
+//! speed has not been compared. The tests below hold it to `serde_json_canonicalizer`: the
+//! RFC 8785 Appendix B number vectors, the §3.2.2 sample object, UTF-16 key order, every ASCII
+//! control character, and a property test over random JSON values.
 
 use serde_json::{Number, Value};
 
@@ -72,7 +80,9 @@ fn string(s: &str, out: &mut String) {
     out.push('"');
 }
 
-/// ECMAScript `Number.prototype.toString` of the double the number denotes (RFC 8785 §3.2.2.3).
+/// ECMAScript `Number.prototype.toString` of the double the number denotes (RFC 8785 §3.2.2.3),
+/// by `ryu-js`: shortest round-trip digits, a tie between two shortest candidates going to the
+/// even one as ECMAScript requires (0x43143ff3c1cb0959 is `1424953923781206.2`, not `.3`).
 fn number(n: &Number) -> Result<String, JcsError> {
     let f = n.as_f64().ok_or(JcsError::Number)?;
     if !f.is_finite() {
@@ -81,41 +91,7 @@ fn number(n: &Number) -> Result<String, JcsError> {
     if f == 0.0 {
         return Ok("0".into());
     }
-    // Shortest round-trip digits and the decimal exponent, from Rust's `{:e}` form.
-    let sci = format!("{:e}", f.abs());
-    let (mantissa, exp) = sci.split_once('e').ok_or(JcsError::Number)?;
-    let exp: i32 = exp.parse().map_err(|_| JcsError::Number)?;
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    let k = digits.len() as i32;
-    let n = exp + 1; // position of the decimal point relative to the digits
-    let mut s = String::new();
-    if f < 0.0 {
-        s.push('-');
-    }
-    if k <= n && n <= 21 {
-        s.push_str(&digits);
-        s.extend(std::iter::repeat_n('0', (n - k) as usize));
-    } else if 0 < n && n <= 21 {
-        s.push_str(&digits[..n as usize]);
-        s.push('.');
-        s.push_str(&digits[n as usize..]);
-    } else if -6 < n && n <= 0 {
-        s.push_str("0.");
-        s.extend(std::iter::repeat_n('0', (-n) as usize));
-        s.push_str(&digits);
-    } else {
-        let e = n - 1;
-        let sign = if e < 0 { '-' } else { '+' };
-        s.push_str(&digits[..1]);
-        if k > 1 {
-            s.push('.');
-            s.push_str(&digits[1..]);
-        }
-        s.push('e');
-        s.push(sign);
-        s.push_str(&e.abs().to_string());
-    }
-    Ok(s)
+    Ok(ryu_js::Buffer::new().format_finite(f).to_owned())
 }
 
 #[cfg(test)]
@@ -153,5 +129,114 @@ mod tests {
             canonical(&v).unwrap(),
             "{\"a\\u0001\\n\":\"\u{7f}\\\"\\\\é\",\"\u{20ac}\":1,\"\u{1f600}\":2,\"\u{fb33}\":3}"
         );
+    }
+
+    /// Ours and the `serde_json_canonicalizer` crate give the same bytes for `v`.
+    fn same_as_crate(v: &Value) -> String {
+        let ours = canonical(v).unwrap();
+        let theirs = serde_json_canonicalizer::to_string(v).unwrap();
+        assert_eq!(ours, theirs, "canonical forms differ for {v:?}");
+        ours
+    }
+
+    #[test]
+    fn rfc8785_number_vectors_agree_with_the_crate() {
+        // RFC 8785 Appendix B: IEEE 754 bit patterns and their canonical text.
+        for (bits, want) in [
+            (0x0000000000000000u64, "0"),
+            (0x8000000000000000, "0"),
+            (0x0000000000000001, "5e-324"),
+            (0x8000000000000001, "-5e-324"),
+            (0x7fefffffffffffff, "1.7976931348623157e+308"),
+            (0xffefffffffffffff, "-1.7976931348623157e+308"),
+            (0x4340000000000000, "9007199254740992"),
+            (0xc340000000000000, "-9007199254740992"),
+            (0x4430000000000000, "295147905179352830000"),
+            (0x44b52d02c7e14af5, "9.999999999999997e+22"),
+            (0x44b52d02c7e14af6, "1e+23"),
+            (0x44b52d02c7e14af7, "1.0000000000000001e+23"),
+            (0x444b1ae4d6e2ef4e, "999999999999999700000"),
+            (0x444b1ae4d6e2ef4f, "999999999999999900000"),
+            (0x444b1ae4d6e2ef50, "1e+21"),
+            (0x3eb0c6f7a0b5ed8c, "9.999999999999997e-7"),
+            (0x3eb0c6f7a0b5ed8d, "0.000001"),
+            (0x41b3de4355555553, "333333333.3333332"),
+            (0x41b3de4355555554, "333333333.33333325"),
+            (0x41b3de4355555555, "333333333.3333333"),
+            (0x41b3de4355555556, "333333333.3333334"),
+            (0x41b3de4355555557, "333333333.33333343"),
+            (0xbecbf647612f3696, "-0.0000033333333333333333"),
+            (0x43143ff3c1cb0959, "1424953923781206.2"),
+        ] {
+            let v = json!(f64::from_bits(bits));
+            assert_eq!(same_as_crate(&v), want, "{bits:#x}");
+        }
+        // Integers beyond 2^53 and sums that are not exact in binary.
+        for v in [
+            json!(u64::MAX),
+            json!(i64::MIN),
+            json!(9007199254740993u64),
+            json!(0.1 + 0.2),
+            json!(1e21),
+            json!(1e-7),
+            json!(-1e-7),
+            json!(123e-20),
+        ] {
+            same_as_crate(&v);
+        }
+    }
+
+    #[test]
+    fn rfc8785_sample_object_agrees_with_the_crate() {
+        // RFC 8785 §3.2.2 input and §3.2.3 output.
+        let v: Value = serde_json::from_str(
+            r#"{"numbers": [333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001],
+                "string": "\u20ac$\u000F\u000aA'\u0042\u0022\u005c\\\"\/",
+                "literals": [null, true, false]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            same_as_crate(&v),
+            r#"{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\u000f\nA'B\"\\\\\"/"}"#
+        );
+        // Sorting by UTF-16 code units, not by code points or UTF-8 bytes.
+        let v = json!({"\u{ffff}": 1, "\u{10000}": 2, "\u{e000}": 3, "a": 4, "\u{7f}": 5});
+        same_as_crate(&v);
+        // Every control character and the characters next to the escaped ones.
+        let s: String = (0u32..0x80).filter_map(char::from_u32).collect();
+        same_as_crate(&json!({ s.clone(): s }));
+    }
+
+    fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(Value::from),
+            any::<u64>().prop_filter_map("finite", |b| {
+                Number::from_f64(f64::from_bits(b)).map(Value::Number)
+            }),
+            any::<String>().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                proptest::collection::btree_map(any::<String>(), inner, 0..6)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn random_values_agree_with_the_crate(v in json_value()) {
+            let ours = canonical(&v).unwrap();
+            let theirs = serde_json_canonicalizer::to_string(&v).unwrap();
+            proptest::prop_assert_eq!(ours, theirs);
+        }
     }
 }

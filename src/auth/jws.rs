@@ -1,6 +1,17 @@
 //! Compact JWS: parsing with a size cap, algorithm/key matching (no `alg: none`, no key-type or
 //! curve substitution) and signature checks for JWTs and proofs. It must never accept a token
 //! whose algorithm it does not implement or whose key does not fit that algorithm.
+//!
+//! Why hand-written rather than `jsonwebtoken`: the cryptography is aws-lc-rs's either way
+//! (`jsonwebtoken` 12 calls the same library); what is written here is splitting the token under
+//! a size cap, the `alg`/key matching rules and the JWKS reading. The USP proof rules
+//! (`auth::pop`, §10.1.6 steps 4–11) need the decoded header as a plain JSON object (a closed
+//! member set, the key taken from the header's own `jwk`) and one typed error per step in the
+//! spec's order, while `jsonwebtoken::decode` checks the signature and its own registered-claim
+//! rules (`exp`, `nbf`, `aud`, `iss`) in one call into a fixed `Header` type; using it would mean
+//! rebuilding those steps around it. `jws_differential.rs` checks that ES256 and EdDSA tokens
+//! made by either side verify on the other, and that both refuse `alg: none`, a forged payload
+//! and a key of another algorithm; `tests/pop_vectors.rs` checks proofs against published vectors.
 
 use crate::webhook::keys::{Alg, VerifyingKey};
 use aws_lc_rs::signature::{self, RsaPublicKeyComponents};
@@ -276,3 +287,7 @@ pub fn sign(
     let sig = key.sign(input.as_bytes())?;
     Ok(format!("{input}.{}", URL_SAFE_NO_PAD.encode(sig)))
 }
+
+#[cfg(test)]
+#[path = "jws_differential.rs"]
+mod differential;

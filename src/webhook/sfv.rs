@@ -1,8 +1,28 @@
 //! The subset of HTTP Structured Field Values (RFC 8941/9651) signatures and digests use: dictionaries, inner lists, params.
 //! It never panics on input and never guesses: a value it cannot parse is an error.
+//!
+//! Why kept rather than the `sfv` crate: signatures and digests need only dictionaries, inner
+//! lists and parameters of RFC 8941 items; this parser and writer cover exactly that in about 250
+//! lines with no dependency beyond base64, and the signature code (`sig.rs`, `binding/rest.rs`)
+//! builds on its small types. Decimals are kept as written, so [`write_inner_list`] reproduces a
+//! received Signature-Input member as sent. RFC 9651 dates and display strings are refused
+//! (signature fields never carry them). Its speed against the crate has not been measured.
+//! `sfv_differential.rs` holds it to the `sfv` crate in RFC 8941 mode: a table of valid and
+//! invalid fields (accept/refuse and parsed values) and property tests over dictionaries the crate
+//! serialises and over random field text.
 
 use base64::Engine;
+use base64::alphabet;
 use base64::engine::general_purpose::STANDARD;
+use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+
+/// RFC 9651 §4.2.7: parsers SHOULD NOT fail on missing `=` padding or on non-zero pad bits.
+const LENIENT: GeneralPurpose = GeneralPurpose::new(
+    &alphabet::STANDARD,
+    GeneralPurposeConfig::new()
+        .with_decode_allow_trailing_bits(true)
+        .with_decode_padding_mode(DecodePaddingMode::Indifferent),
+);
 
 /// A bare item.
 #[derive(Debug, Clone, PartialEq)]
@@ -159,6 +179,11 @@ impl<'a> Parser<'a> {
             return self.err("bad number");
         }
         if dot {
+            // sf-decimal = ["-"] 1*12DIGIT "." 1*3DIGIT
+            let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
+            if int.len() > 12 || frac.len() > 3 {
+                return self.err("decimal too long");
+            }
             return Ok(Bare::Decimal(text));
         }
         if digits.len() > 15 {
@@ -205,7 +230,7 @@ impl<'a> Parser<'a> {
             if c == b':' {
                 let b64 = &self.s[start..self.i];
                 self.i += 1;
-                return STANDARD
+                return LENIENT
                     .decode(b64)
                     .map(Bare::Bytes)
                     .or_else(|_| self.err("bad base64 in byte sequence"));
@@ -337,6 +362,10 @@ pub fn write_inner_list(items: &[Item], params: &Params) -> String {
     write_params(&mut out, params);
     out
 }
+
+#[cfg(test)]
+#[path = "sfv_differential.rs"]
+mod differential;
 
 #[cfg(test)]
 mod tests {

@@ -1,5 +1,14 @@
 //! RFC 9421 signatures (`ecdsa-p256-sha256`, `ed25519`), RFC 9530 `Content-Digest` (sha-256), the legacy HMAC scheme.
 //! It never re-serialises a body, nor accepts a signature whose algorithm, key, freshness or components it cannot check.
+//!
+//! Why hand-written: the Rust RFC 9421 crate (`httpsig`, with `httpsig-hyper`) is at 0.0.x and
+//! signs and verifies with RustCrypto (`p256`, `ecdsa`, `ed25519-compact`, `hmac`, `sha2`), a
+//! second crypto stack beside the aws-lc-rs that rustls already compiles in; and the legacy HMAC
+//! scheme and the USP §10.1.1 component and freshness rules sit outside RFC 9421 and would stay
+//! here anyway. Keys, digests and signatures go through aws-lc-rs; the structured fields through
+//! `sfv.rs` (itself tested against the `sfv` crate). Interoperability is tested against the
+//! independent Python `http-message-signatures` implementation, in both directions, by
+//! `tests/e2e/test_webhook_interop.py` and `tests/e2e/test_request_signature_interop.py`.
 
 use super::keys::{Alg, KeyError, SigningKey, VerifyingKey};
 use super::sfv::{self, Bare, Item, Member, Params};
