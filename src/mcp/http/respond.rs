@@ -1,0 +1,281 @@
+//! Response framing for the MCP endpoint: the body type, JSON and SSE framing, JSON-RPC errors,
+//! Accept and Host parsing, header-value decoding.
+//! It never looks at sessions or runs requests: it only shapes what others answer.
+
+use crate::mcp::jsonrpc::{self, INTERNAL_ERROR};
+use base64::Engine;
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use serde_json::{Value, json};
+use std::convert::Infallible;
+use std::pin::Pin;
+
+/// Response body type of the MCP endpoint.
+pub type Body = BoxBody<Bytes, Infallible>;
+
+/// 503 with `Retry-After` and a JSON-RPC error.
+pub(super) fn unavailable(id: &Value, retry_after_s: u64, message: &str) -> Response<Body> {
+    let mut r = rpc_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        id,
+        INTERNAL_ERROR,
+        message,
+        Some(json!({"retry_after": retry_after_s})),
+    );
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_s));
+    r
+}
+
+pub(super) fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into()).boxed()
+}
+
+/// `make()`'s future, boxed: the box is allocated first and the future built into it, where
+/// `Box::pin(make())` builds it on the stack and copies all of it (about 9 KiB for a POST).
+pub(super) fn boxed_in_place<F: Future>(make: impl FnOnce() -> F) -> Pin<Box<F>> {
+    let slot = Box::<F>::new_uninit();
+    Box::into_pin(Box::write(slot, make()))
+}
+
+thread_local! {
+    /// Room the next answer written on this thread starts with: about the size of the answers
+    /// written before it, so a typical answer is written without growing its buffer.
+    static ANSWER_ROOM: std::cell::Cell<usize> = const { std::cell::Cell::new(1024) };
+}
+
+/// `prefix`, the JSON text of `value`, then `suffix`, in a buffer sized from the answers
+/// before it (growing a 256-byte buffer to a 2 KiB answer copied it three times).
+fn answer_bytes(prefix: &[u8], value: &Value, suffix: &[u8]) -> Vec<u8> {
+    answer_with(prefix, |out| crate::json_text::write(value, out), suffix)
+}
+
+/// [`answer_bytes`] with the JSON written by `write`.
+fn answer_with(prefix: &[u8], write: impl FnOnce(&mut Vec<u8>), suffix: &[u8]) -> Vec<u8> {
+    let room = ANSWER_ROOM.with(std::cell::Cell::get);
+    let mut out = Vec::with_capacity(room);
+    out.extend_from_slice(prefix);
+    write(&mut out);
+    out.extend_from_slice(suffix);
+    // Follows larger answers at once and smaller ones slowly; bounded either way.
+    let next = out.len().max(room - room / 8).clamp(256, 64 * 1024);
+    ANSWER_ROOM.with(|r| r.set(next));
+    out
+}
+
+/// A JSON-RPC answer as JSON, or as one SSE event when the client takes only
+/// `text/event-stream`; `write` writes the message.
+pub(super) fn framed(
+    status: StatusCode,
+    json_ok: bool,
+    sse_ok: bool,
+    write: impl FnOnce(&mut Vec<u8>),
+) -> Response<Body> {
+    if json_ok || !sse_ok {
+        return json_written(status, write);
+    }
+    let frame = answer_with(b"event: message\ndata: ", write, b"\n\n");
+    let mut r = Response::new(full(Bytes::from(frame)));
+    *r.status_mut() = status;
+    sse_headers(&mut r);
+    r
+}
+
+/// The JSON-RPC response for request `id` whose result was written on the hot path: the bytes
+/// `jsonrpc::result` of its value writes.
+pub(super) fn write_written(id: &Value, w: &crate::binding::Written, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"{\"id\":");
+    crate::json_text::write(id, out);
+    out.extend_from_slice(b",\"jsonrpc\":\"2.0\",\"result\":");
+    w.write(out);
+    out.push(b'}');
+}
+
+pub(super) fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
+    json_written(status, |out| crate::json_text::write(value, out))
+}
+
+/// A JSON response whose body `write` writes.
+fn json_written(status: StatusCode, write: impl FnOnce(&mut Vec<u8>)) -> Response<Body> {
+    let mut r = Response::new(full(answer_with(b"", write, b"")));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+/// Adds RFC 9421 response-signature headers over the JSON body `json_response` sent.
+pub(super) fn sign_response(
+    r: &mut Response<Body>,
+    status: StatusCode,
+    body: &Value,
+    key: &crate::webhook::keys::SigningKey,
+) {
+    let ct = r
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json")
+        .to_string();
+    if ct != "application/json" {
+        return; // an SSE frame is not the signed body
+    }
+    let created = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let bytes = crate::json_text::to_vec(body);
+    if let Some((digest, input, sig)) =
+        crate::auth::respsig::sign(status.as_u16(), &ct, &bytes, key, created)
+    {
+        for (name, value) in [
+            ("content-digest", digest),
+            ("signature-input", input),
+            ("signature", sig),
+        ] {
+            if let Ok(v) = HeaderValue::from_str(&value) {
+                r.headers_mut().insert(name, v);
+            }
+        }
+    }
+}
+
+pub(super) fn rpc_error(
+    status: StatusCode,
+    id: &Value,
+    code: i64,
+    message: &str,
+    data: Option<Value>,
+) -> Response<Body> {
+    json_response(status, &jsonrpc::error(id, code, message, data))
+}
+
+/// 400 with the JSON-RPC error for a body that is not one acceptable message.
+pub(super) fn rejected(rej: &jsonrpc::Rejection) -> Response<Body> {
+    rpc_error(
+        StatusCode::BAD_REQUEST,
+        &rej.id,
+        rej.code,
+        &rej.message,
+        None,
+    )
+}
+
+pub(super) fn empty(status: StatusCode) -> Response<Body> {
+    let mut r = Response::new(full(Bytes::new()));
+    *r.status_mut() = status;
+    r
+}
+
+pub(super) fn sse_frame(value: &Value) -> Bytes {
+    Bytes::from(answer_bytes(b"event: message\ndata: ", value, b"\n\n"))
+}
+
+pub(super) fn sse_headers(r: &mut Response<Body>) {
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+}
+
+/// Which media types the client accepts: (json, sse).
+pub(super) fn accepts(headers: &HeaderMap) -> (bool, bool) {
+    let mut values = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .peekable();
+    if values.peek().is_none() {
+        return (true, true);
+    }
+    let mut json = false;
+    let mut sse = false;
+    for v in values {
+        for part in v.split(',') {
+            let mt = part.split(';').next().unwrap_or("").trim();
+            let is = |name: &str| mt.eq_ignore_ascii_case(name);
+            if is("*/*") {
+                json = true;
+                sse = true;
+            } else if is("application/*") || is("application/json") {
+                json = true;
+            } else if is("text/*") || is("text/event-stream") {
+                sse = true;
+            }
+        }
+    }
+    (json, sse)
+}
+
+/// The `Host` header, else the URI's authority (HTTP/2's `:authority`), as sent.
+pub(crate) fn request_host<B>(req: &Request<B>) -> Option<String> {
+    req.headers()
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .or_else(|| req.uri().authority().map(|a| a.to_string()))
+}
+
+/// The host of a `Host` header or URI authority, lower-cased, without port or IPv6 brackets.
+pub(crate) fn host_of(authority: &str) -> String {
+    let a = authority.trim().to_ascii_lowercase();
+    if let Some(rest) = a.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or("").to_string();
+    }
+    a.rsplit_once(':')
+        .map(|(h, p)| {
+            if p.chars().all(|c| c.is_ascii_digit()) {
+                h.to_string()
+            } else {
+                a.clone()
+            }
+        })
+        .unwrap_or(a)
+}
+
+/// An HTTP answer whose body is a Problem Details object (autonym's pre-JSON-RPC forms): 401
+/// carries a Bearer challenge naming the code, 429 and 503 `Retry-After` when known.
+pub(super) fn problem_response(status: Option<u16>, problem: &Value) -> Response<Body> {
+    let status = status
+        .and_then(|s| StatusCode::from_u16(s).ok())
+        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut r = json_response(status, problem);
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/problem+json"),
+    );
+    if status == StatusCode::UNAUTHORIZED {
+        let code = problem
+            .get("code")
+            .and_then(Value::as_str)
+            .filter(|c| c.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'));
+        if let Ok(v) = HeaderValue::from_str(&crate::auth::challenge(code)) {
+            h.insert(header::WWW_AUTHENTICATE, v);
+        }
+    }
+    if let Some(secs) = problem.get("retry_after").and_then(Value::as_u64) {
+        h.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    r
+}
+
+/// Decodes `=?base64?...?=` header values (SEP-2243); plain values pass through.
+pub(super) fn decode_header_value(v: &str) -> Option<String> {
+    match v
+        .strip_prefix("=?base64?")
+        .and_then(|r| r.strip_suffix("?="))
+    {
+        Some(b64) => base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok()),
+        None => Some(v.to_string()),
+    }
+}

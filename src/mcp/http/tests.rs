@@ -1,0 +1,70 @@
+//! Unit tests of the MCP endpoint's helpers: in-place boxing, Accept, rate buckets, Host, header values.
+//! They never start a server: the integration tests under tests/ do.
+
+use super::respond::{accepts, decode_header_value};
+use super::*;
+use http::HeaderMap;
+
+#[tokio::test]
+async fn a_future_boxed_in_place_keeps_its_state_and_output() {
+    // A future larger than the 9 KiB a POST's pipeline is, with state that must arrive
+    // intact in the box.
+    let mut state = [0u8; 16 * 1024];
+    for (i, b) in state.iter_mut().enumerate() {
+        *b = (i % 256) as u8;
+    }
+    let fut = boxed_in_place(move || async move {
+        tokio::task::yield_now().await;
+        state.iter().map(|&b| u64::from(b)).sum::<u64>()
+    });
+    assert!(std::mem::size_of_val(&*fut) >= 16 * 1024);
+    assert_eq!(fut.await, 64 * (0..=255u64).sum::<u64>());
+}
+
+#[test]
+fn accept_header_parsing() {
+    let mut h = HeaderMap::new();
+    assert_eq!(accepts(&h), (true, true));
+    h.insert(
+        header::ACCEPT,
+        HeaderValue::from_static("application/json, text/event-stream"),
+    );
+    assert_eq!(accepts(&h), (true, true));
+    h.insert(
+        header::ACCEPT,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    assert_eq!(accepts(&h), (false, true));
+    h.insert(header::ACCEPT, HeaderValue::from_static("text/html"));
+    assert_eq!(accepts(&h), (false, false));
+}
+
+#[test]
+fn session_rate_buckets_are_per_ipv4_address_and_per_ipv6_64() {
+    let key = |a: &str| ClientAddr(a.parse().expect("an address")).bucket();
+    assert_eq!(key("192.0.2.7"), "192.0.2.7");
+    assert_eq!(key("::ffff:192.0.2.7"), "192.0.2.7");
+    assert_eq!(key("2001:db8:1:2:aaaa::1"), "2001:db8:1:2::/64");
+    assert_eq!(key("2001:db8:1:2:bbbb::9"), key("2001:db8:1:2:aaaa::1"));
+    assert_ne!(key("2001:db8:1:3::1"), key("2001:db8:1:2::1"));
+}
+
+#[test]
+fn host_parsing() {
+    assert_eq!(host_of("localhost:8080"), "localhost");
+    assert_eq!(host_of("[::1]:8080"), "::1");
+    assert_eq!(host_of("Example.COM"), "example.com");
+}
+
+#[test]
+fn base64_header_values() {
+    assert_eq!(
+        decode_header_value("tools/call").as_deref(),
+        Some("tools/call")
+    );
+    assert_eq!(
+        decode_header_value("=?base64?Y2Fmw6k=?=").as_deref(),
+        Some("café")
+    );
+    assert_eq!(decode_header_value("=?base64?!!?="), None);
+}
