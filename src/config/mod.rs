@@ -4,12 +4,15 @@
 pub mod ask;
 pub mod business;
 pub mod compile;
+mod compile_backend;
+mod compile_tool;
 pub mod diag;
 pub mod kind;
 pub mod mapping;
 pub mod openrpc;
 pub mod schema;
 pub mod surface;
+pub mod tool;
 
 pub use compile::{Backend, Business, Gateway, OutcomeRule, Tool, load};
 pub use diag::{Diagnostic, Severity};

@@ -1,0 +1,183 @@
+//! The compiled tool and its status rules (`Tool`, `Descriptor`, `OutcomeRule`), as served.
+//! It must never compile mapping files itself: `compile_tool` builds these from a mapping.
+
+use super::business::Business;
+use crate::binding::Rule;
+use crate::translate::content::ContentRule;
+use crate::translate::path::PathTemplate;
+use crate::translate::transform::Transform;
+use http::{HeaderName, Method};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What a status means, compiled.
+#[derive(Debug, Clone)]
+pub struct OutcomeRule {
+    pub rule: Rule,
+    pub content: Option<String>,
+    pub content_from: Option<Transform>,
+    pub code_from: Option<Transform>,
+    pub severity: String,
+}
+
+/// Status keys: an exact code or a class (`4xx`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum StatusKey {
+    Exact(u16),
+    Class(u16),
+}
+
+/// A tool's MCP `Tool` object (its `tools/list` entry), kept as compact JSON text. Parsed, the
+/// bundled input and output schemas took about seven times the memory of their text (1.9 MiB
+/// for the demo's 37 tools, a sixth of an idle sidecar's heap); `tools/list` parses the page it
+/// serves, which is rare next to `tools/call`.
+#[derive(Debug, Clone)]
+pub struct Descriptor(Box<str>);
+
+impl Descriptor {
+    /// `None` when the text cannot be read back (nesting deeper than serde_json's limit).
+    pub(super) fn new(v: &Value) -> Option<Descriptor> {
+        let text = v.to_string();
+        serde_json::from_str::<serde::de::IgnoredAny>(&text).ok()?;
+        Some(Descriptor(text.into_boxed_str()))
+    }
+
+    /// The descriptor as a JSON value.
+    pub fn value(&self) -> Value {
+        // Written by `new`, which checked that it reads back.
+        serde_json::from_str(&self.0).unwrap_or(Value::Null)
+    }
+}
+
+/// A tool, ready to serve.
+pub struct Tool {
+    pub name: String,
+    pub business: Arc<Business>,
+    /// The MCP `Tool` object served by `tools/list`.
+    pub descriptor: Descriptor,
+    pub input_validator: jsonschema::Validator,
+    pub output_validator: Option<jsonschema::Validator>,
+    /// The same output schema for the native check of the hot path (`translate::answer`),
+    /// built on the tool's first successful answer ([`Tool::output_check`]): a tool never
+    /// called costs no memory for it. `output_validator` stays the authority.
+    pub(super) output_check: std::sync::OnceLock<Option<crate::translate::doc_schema::DocSchema>>,
+    /// The `usp`/`ucp` member of the tool's successful results (USP and UCP bindings), built
+    /// once for the hot path (`translate::answer`).
+    pub envelope: Option<(String, Value)>,
+    /// The JSON text of `envelope`'s value, written once: the hot path splices it into each
+    /// answer instead of writing the constant again.
+    pub envelope_text: Option<Vec<u8>>,
+    pub method: Method,
+    pub path: PathTemplate,
+    pub query: Vec<(String, Transform)>,
+    pub headers: Vec<(HeaderName, Transform)>,
+    pub body: Option<Transform>,
+    pub result: Option<Transform>,
+    pub business_messages: Option<Transform>,
+    pub summary: Option<crate::translate::summary::Summary>,
+    pub(super) outcomes: HashMap<StatusKey, OutcomeRule>,
+    pub capability: Option<String>,
+    pub idempotency_required: bool,
+    pub timeout: Duration,
+    /// Interval of `notifications/progress` ticks while the backend call runs.
+    pub progress_every: Duration,
+    /// USP `x-usp-access` of the method.
+    pub access: Option<String>,
+    /// Metric handles, resolved on the first call.
+    pub metrics: crate::ops::metrics::ToolMetrics,
+    /// The tool's own circuit breaker on its backend (`upstream::resilience`).
+    pub breaker: crate::upstream::resilience::Breaker,
+    /// How a success body becomes `content[]` (`None`: JSON -> structuredContent + text).
+    pub content: Option<ContentRule>,
+    /// Questions for the MCP client before the backend call (`ask:`).
+    pub ask: Option<Arc<super::ask::AskPlan>>,
+    /// Whether any of the tool's transforms names `$meta` (`translate::request::meta_for`).
+    pub meta_used: bool,
+}
+
+impl fmt::Debug for Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tool")
+            .field("name", &self.name)
+            .field("business", &self.business.name)
+            .field("method", &self.method)
+            .finish()
+    }
+}
+
+impl Tool {
+    /// The native check of the tool's output schema (see `translate::doc_schema`), built from
+    /// the served `outputSchema` on first use; `None` when the tool has no output schema.
+    /// The hot path's answers always carry [`Tool::envelope`], so the check is pinned to it
+    /// ([`crate::translate::doc_schema::DocSchema::pin`]): the constant is checked once here,
+    /// not in every answer. Only for answers built with that envelope.
+    pub fn output_check(&self) -> Option<&crate::translate::doc_schema::DocSchema> {
+        self.output_check
+            .get_or_init(|| {
+                self.output_validator.as_ref()?;
+                let descriptor = self.descriptor.value();
+                let mut check = crate::translate::doc_schema::DocSchema::compile(
+                    descriptor.get("outputSchema")?,
+                );
+                if let Some((key, env)) = &self.envelope {
+                    check.pin(key, &crate::json_doc::Doc::from_value(env));
+                }
+                Some(check)
+            })
+            .as_ref()
+    }
+
+    /// The rule for a backend status: tool rules, then business rules (merged at load), then the
+    /// binding's table.
+    pub fn rule_for(&self, status: u16) -> OutcomeRule {
+        self.outcomes
+            .get(&StatusKey::Exact(status))
+            .or_else(|| self.outcomes.get(&StatusKey::Class(status / 100)))
+            .cloned()
+            .unwrap_or_else(|| OutcomeRule {
+                rule: self.business.binding.default_rule(status),
+                content: None,
+                content_from: None,
+                code_from: None,
+                severity: "recoverable".into(),
+            })
+    }
+
+    /// Every jq program of this tool, named by where it sits in the mapping.
+    pub fn transforms(&self) -> Vec<(String, &Transform)> {
+        let mut all: Vec<(String, &Transform)> = Vec::new();
+        all.extend(self.query.iter().map(|(k, t)| (format!("query.{k}"), t)));
+        all.extend(
+            self.headers
+                .iter()
+                .map(|(k, t)| (format!("headers.{k}"), t)),
+        );
+        all.extend(self.body.iter().map(|t| ("body".to_string(), t)));
+        all.extend(self.result.iter().map(|t| ("result".to_string(), t)));
+        all.extend(
+            self.business_messages
+                .iter()
+                .map(|t| ("business".to_string(), t)),
+        );
+        for (key, rule) in &self.outcomes {
+            let key = match key {
+                StatusKey::Exact(s) => s.to_string(),
+                StatusKey::Class(c) => format!("{c}xx"),
+            };
+            all.extend(
+                rule.content_from
+                    .iter()
+                    .map(|t| (format!("outcomes.{key}.content_from"), t)),
+            );
+            all.extend(
+                rule.code_from
+                    .iter()
+                    .map(|t| (format!("outcomes.{key}.code_from"), t)),
+            );
+        }
+        all
+    }
+}
