@@ -1,0 +1,108 @@
+//! The scan for the first byte a JSON string must escape (`"`, `\\`, controls), eight or
+//! sixteen bytes at a time: shared by the writer and the reader. It never reads past its slice.
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of each of the eight bytes of `w` (little-endian) that is `"`, `\` or below
+/// 0x20. The lowest set bit is exact: the borrow of a subtraction can mark a later byte only
+/// after an earlier one already matched.
+#[inline]
+fn escape_mask(w: u64) -> u64 {
+    let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
+    let control = w.wrapping_sub(0x20 * ONES) & !w & HIGHS;
+    control | zero(w ^ (b'"' as u64 * ONES)) | zero(w ^ (b'\\' as u64 * ONES))
+}
+
+/// The first of sixteen bytes that needs an escape, if any: `"`, `\\` or below 0x20, found
+/// by SSE2 byte compares, the same bytes [`escape_mask`] marks.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[inline]
+fn first_in_block(b: [u8; 16]) -> Option<usize> {
+    use std::arch::x86_64::{
+        _mm_cmpeq_epi8, _mm_max_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set_epi64x,
+        _mm_set1_epi8,
+    };
+    let v = u128::from_le_bytes(b);
+    // SAFETY: these intrinsics need SSE2, which this build targets (the `cfg` above; every
+    // x86-64 CPU has it); they compute on registers and read no memory.
+    let mask = unsafe {
+        let v = _mm_set_epi64x((v >> 64) as i64, v as i64);
+        let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+        let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+        // Unsigned `b <= 0x1f`: the larger of `b` and 0x1f is 0x1f.
+        let ceiling = _mm_set1_epi8(0x1f);
+        let control = _mm_cmpeq_epi8(_mm_max_epu8(v, ceiling), ceiling);
+        _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control))
+    };
+    (mask != 0).then(|| mask.trailing_zeros() as usize)
+}
+
+/// The first byte that needs an escape in `w`, if any.
+#[inline]
+fn first_in_word(w: [u8; 8]) -> Option<usize> {
+    let mask = escape_mask(u64::from_le_bytes(w));
+    (mask != 0).then(|| (mask.trailing_zeros() / 8) as usize)
+}
+
+/// The escape serde_json writes for a byte: 0 for none, `u` for `\u00XX`, else the letter.
+pub(super) static ESCAPE: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        t[b] = b'u';
+        b += 1;
+    }
+    t[0x08] = b'b';
+    t[0x09] = b't';
+    t[0x0a] = b'n';
+    t[0x0c] = b'f';
+    t[0x0d] = b'r';
+    t[b'"' as usize] = b'"';
+    t[b'\\' as usize] = b'\\';
+    t
+};
+
+/// Where the first byte that needs an escape is. Text of sixteen bytes or more is read sixteen
+/// at a time where the machine compares sixteen at once ([`first_in_block`]), shorter text
+/// eight at a time ([`first_in_word`]), text shorter than a word byte by byte. The last few
+/// bytes are read as the text's last block (or word), overlapping bytes already checked: they
+/// need no escape, so any found is past them. Inlined: most strings are short, and a call
+/// costs as much as reading one.
+#[inline(always)]
+pub(super) fn first_escape(bytes: &[u8]) -> Option<usize> {
+    let n = bytes.len();
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    if n >= 16 {
+        let mut at = 0;
+        while let Some(block) = bytes.get(at..at + 16) {
+            if let Some(i) = <[u8; 16]>::try_from(block).ok().and_then(first_in_block) {
+                return Some(at + i);
+            }
+            at += 16;
+        }
+        if at == n {
+            return None;
+        }
+        let last = <[u8; 16]>::try_from(bytes.get(n - 16..)?).ok()?;
+        return first_in_block(last).map(|i| n - 16 + i);
+    }
+    if n < 8 {
+        return bytes.iter().position(|&b| ESCAPE[b as usize] != 0);
+    }
+    let mut words = bytes.chunks_exact(8);
+    let mut at = 0;
+    for word in words.by_ref() {
+        if let Ok(w) = <[u8; 8]>::try_from(word)
+            && let Some(i) = first_in_word(w)
+        {
+            return Some(at + i);
+        }
+        at += 8;
+    }
+    if words.remainder().is_empty() {
+        return None;
+    }
+    let last = <[u8; 8]>::try_from(bytes.get(n - 8..)?).ok()?;
+    first_in_word(last).map(|i| n - 8 + i)
+}

@@ -1,0 +1,504 @@
+//! Unit and property tests of the JSON text reader and writer: every text and value matches
+//! serde_json's. Test-only code.
+
+use super::read::{READ_DEPTH, read};
+use super::scan::{ESCAPE, first_escape};
+use super::*;
+use crate::json_doc::Doc;
+use proptest::prelude::*;
+use serde_json::Value;
+use serde_json::json;
+use std::borrow::Cow;
+
+fn same(v: &Value) {
+    let ours = to_vec(v);
+    let theirs = serde_json::to_vec(v).unwrap_or_default();
+    assert_eq!(
+        String::from_utf8_lossy(&ours),
+        String::from_utf8_lossy(&theirs)
+    );
+    assert_eq!(to_string(v).as_bytes(), &theirs[..]);
+}
+
+/// Objects are key-ordered (`serde_json` without `preserve_order`, docs/mapping.md "Object
+/// member order"): read in any order, written in key order. Fails if a dependency turns
+/// `preserve_order` on again, which would bring back a SipHash per stored key.
+#[test]
+fn objects_are_written_in_key_order() {
+    let v = from_slice(br#"{"b":1,"a":{"z":true,"c":null},"aa":[]}"#).expect("valid JSON");
+    assert_eq!(to_string(&v), r#"{"a":{"c":null,"z":true},"aa":[],"b":1}"#);
+}
+
+/// `from_slice_narrow` vouches for a document only when the fast reader read it whole and
+/// met no integer past `i64`; the transform skips its check of the answer on that word.
+#[test]
+fn narrow_is_said_only_of_documents_read_whole_without_a_wide_integer() {
+    let narrow = |t: &str| from_slice_narrow(t.as_bytes()).map(|(_, n)| n).ok();
+    assert_eq!(
+        narrow(r#"{"a":[1,-2,9223372036854775807,1.5e300,"x"]}"#),
+        Some(true)
+    );
+    assert_eq!(
+        narrow(r#"{"a":[1,{"b":10000000000854346115}]}"#),
+        Some(false)
+    );
+    assert_eq!(narrow("18446744073709551615"), Some(false));
+    // Nesting past the fast reader's depth goes to serde_json: not looked at, so not
+    // vouched for.
+    let deep = format!(
+        "{}1{}",
+        "[".repeat(READ_DEPTH + 1),
+        "]".repeat(READ_DEPTH + 1)
+    );
+    assert_eq!(narrow(&deep), Some(false));
+    assert_eq!(narrow("{"), None);
+    for t in [r#"{"a":[1,{"b":10000000000854346115}]}"#, &deep, "[1,2.5]"] {
+        let (value, _) = from_slice_narrow(t.as_bytes()).expect("valid JSON");
+        assert_eq!(Some(value), serde_json::from_str::<Value>(t).ok(), "{t}");
+    }
+}
+
+#[test]
+fn every_byte_escapes_as_serde_json_does() {
+    // Each ASCII byte alone, at every offset within a word, and beside multi-byte text.
+    for b in 0u8..0x80 {
+        let c = b as char;
+        for pad in 0..10 {
+            let s = format!("{}{c}{}é€😀", "a".repeat(pad), "z".repeat(9 - pad));
+            same(&Value::String(s));
+        }
+    }
+    same(&json!("\"\\\u{0}\u{1f}\u{7f}\u{80}\u{ff}\u{2028}"));
+}
+
+/// Every byte value at every position of texts up to three blocks long, the other bytes
+/// high (0xe9, never an escape): the sixteen-byte blocks, the eight-byte words after them,
+/// the overlapping last word and the byte-by-byte short text all find the first escape.
+#[test]
+fn the_block_and_word_scans_find_the_first_escape() {
+    for len in 0..=48usize {
+        assert_eq!(first_escape(&vec![0xe9; len]), None, "len {len}");
+        for at in 0..len {
+            for b in 0..=255u8 {
+                let mut t = vec![0xe9u8; len];
+                t[at] = b;
+                let want = (ESCAPE[b as usize] != 0).then_some(at);
+                assert_eq!(first_escape(&t), want, "len {len}, byte {b:#x} at {at}");
+            }
+        }
+    }
+}
+
+/// Every length up to five words, with an escape at every position: the block and word
+/// scans, the overlapping last word and the byte-by-byte short text, written and read back.
+#[test]
+fn escapes_at_every_position_of_every_short_length() {
+    for len in 0..=40 {
+        same(&Value::String("a".repeat(len)));
+        for at in 0..len {
+            for c in ['"', '\\', '\n', '\u{1f}', '\u{0}'] {
+                let s: String = (0..len).map(|i| if i == at { c } else { 'a' }).collect();
+                let v = Value::String(s);
+                same(&v);
+                let text = to_vec(&json!({ "k": v, "l": [v] }));
+                assert!(read(&text).is_some());
+                reads_alike(&text);
+            }
+        }
+    }
+}
+
+#[test]
+fn structures_and_numbers_match_serde_json() {
+    same(&json!({
+        "b": [1, -1, 0, u64::MAX, i64::MIN, 1.5, -0.0, 1e300, 2.5e-8, 100.0],
+        "a": {"": null, "t": true, "f": false, "nested": [[], {}, [{}]]},
+        "k\"ey\n": "v"
+    }));
+    same(&json!([]));
+    same(&json!({}));
+    same(&json!(null));
+}
+
+fn value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        any::<u64>().prop_map(|n| json!(n)),
+        any::<f64>().prop_map(|f| json!(f)),
+        any::<String>().prop_map(Value::String),
+        "[\"\\\\\\x00-\\x1f a-z]{0,40}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 48, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::vec((any::<String>(), inner), 0..6)
+                .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+        ]
+    })
+}
+
+/// `from_slice` gives serde_json's answer: the same value with its members in the same
+/// order (`Map` equality ignores order, so the written text is compared too), or an error
+/// with the same message.
+fn reads_alike(bytes: &[u8]) {
+    let ours = from_slice(bytes);
+    let theirs = serde_json::from_slice::<Value>(bytes);
+    match (&ours, &theirs) {
+        (Ok(a), Ok(b)) => {
+            assert_eq!(a, b, "{}", String::from_utf8_lossy(bytes));
+            assert_eq!(to_vec(a), to_vec(b), "{}", String::from_utf8_lossy(bytes));
+        }
+        (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+        _ => panic!(
+            "{}: ours {ours:?}, serde_json {theirs:?}",
+            String::from_utf8_lossy(bytes)
+        ),
+    }
+}
+
+#[test]
+fn reads_every_edge_case_as_serde_json_does() {
+    let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+    let cases = [
+        "0",
+        "-0",
+        "-0.0",
+        "7",
+        "-7",
+        "01",
+        "-01",
+        "1.",
+        ".5",
+        "1.5",
+        "-",
+        "-a",
+        "1e5",
+        "1E+5",
+        "1e-5",
+        "-1.25e-3",
+        "1e",
+        "1e+",
+        "1e400",
+        "123456789012345678",
+        "-123456789012345678",
+        "1234567890123456789",
+        "18446744073709551615",
+        "18446744073709551616",
+        "-9223372036854775808",
+        "-9223372036854775809",
+        "99999999999999999999999",
+        r#""""#,
+        r#""a""#,
+        r#""\"\\\/\b\f\n\r\t""#,
+        r#""\u0000\u001f\u00e9\u20ac""#,
+        r#""\ud83d\ude00""#,
+        r#""\uD83D\uDE00x""#,
+        r#""\ud83d""#,
+        r#""\ude00""#,
+        r#""\ud83d\u0041""#,
+        r#""\ud83dx""#,
+        r#""\u12""#,
+        r#""\u12g4""#,
+        r#""\x""#,
+        "\"tab\there\"",
+        "\"nl\nhere\"",
+        r#""unterminated"#,
+        r#""ends in \"#,
+        "\"é€😀\"",
+        "true",
+        "false",
+        "null",
+        "truex",
+        "nul",
+        "tru",
+        " \t\r\n1 \n",
+        "1 2",
+        "[1,]",
+        "[,1]",
+        "[1 2]",
+        "{}",
+        "[]",
+        "{ }",
+        "[ ]",
+        r#"{"a":1,}"#,
+        r#"{"a" 1}"#,
+        r#"{a:1}"#,
+        r#"{"a":1,"a":2,"b":3}"#,
+        r#"{"b":1,"a":2,"b":3,"a":4,"c":5,"a":6}"#,
+        r#"{"b":1,"a":{"d":[],"c":{}}}"#,
+        r#"{"k\u00e9y":"v"}"#,
+        "\u{feff}1",
+        "",
+        " ",
+        "[",
+        "{",
+        r#"{"a""#,
+        r#"{"a":"#,
+    ];
+    for case in cases {
+        reads_alike(case.as_bytes());
+    }
+    for n in [1, 99, 100, 101, 126, 127, 128, 129, 200] {
+        reads_alike(deep(n).as_bytes());
+    }
+    reads_alike(b"\"\xff\"");
+    reads_alike(b"[\"ok\", \"\xc3\"]");
+    reads_alike(b"{\"\xe2\x82\xac\": 1}");
+}
+
+#[test]
+fn ordinary_documents_are_read_without_serde_json() {
+    // A reader that handed everything to serde_json would still read alike: this checks
+    // that the fast path is the one taken for the documents portico sees every call.
+    for doc in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":[1,-2,true,null,"x\ny"]}}}"#,
+        r#"{"treatment":"MASSAGE-60","openings":[{"ref":"M@2026-12-01T09:00","free":true}],"tz":"Europe/Lisbon"}"#,
+        r#"{"price":12.5,"ratio":-1e-3,"big":18446744073709551615,"neg":-0,"s":"\u00e9\ud83d\ude00"}"#,
+        " [ {} , [ ] , \"\" ] ",
+    ] {
+        assert!(read(doc.as_bytes()).is_some(), "{doc}");
+        reads_alike(doc.as_bytes());
+    }
+}
+
+/// `read_borrowed` gives `from_slice_narrow`'s answer once its `Doc` is a `Value`: the
+/// same value (members in the same order), the same flag, an error together.
+fn borrows_alike(bytes: &[u8]) {
+    let ours = read_borrowed(bytes).map(|(d, n)| (d.into_value(), n));
+    let theirs = from_slice_narrow(bytes);
+    let text = String::from_utf8_lossy(bytes);
+    match (&ours, &theirs) {
+        (Ok((a, an)), Ok((b, bn))) => {
+            assert_eq!(a, b, "{text}");
+            assert_eq!(to_vec(a), to_vec(b), "{text}");
+            assert_eq!(an, bn, "{text}");
+        }
+        (Err(_), Err(_)) => {}
+        _ => panic!("{text}: borrowed {ours:?}, narrow {theirs:?}"),
+    }
+}
+
+fn borrowed(t: &str) -> (Doc<'_>, bool) {
+    read_borrowed(t.as_bytes()).expect("valid JSON")
+}
+
+#[test]
+fn plain_strings_and_keys_are_borrowed_and_escaped_ones_owned() {
+    let t = r#"{"plain":"text é","esc\u00e9":"a\nb","l":["x","\"y"]}"#;
+    let (doc, narrow) = borrowed(t);
+    assert!(narrow);
+    let Doc::Obj(m) = &doc else { panic!("{doc:?}") };
+    let keys: Vec<(&str, bool)> = m
+        .iter()
+        .map(|(k, _)| (k.as_ref(), matches!(k, Cow::Borrowed(_))))
+        .collect();
+    assert_eq!(keys, [("escé", false), ("l", true), ("plain", true)]);
+    assert!(matches!(
+        doc.get("plain"),
+        Some(Doc::Str(Cow::Borrowed("text é")))
+    ));
+    assert!(matches!(doc.get("escé"), Some(Doc::Str(Cow::Owned(s))) if s == "a\nb"));
+    let Some(Doc::Arr(l)) = doc.get("l") else {
+        panic!("{doc:?}")
+    };
+    assert!(
+        matches!(&l[..], [Doc::Str(Cow::Borrowed("x")), Doc::Str(Cow::Owned(y))] if y == "\"y")
+    );
+    borrows_alike(t.as_bytes());
+}
+
+#[test]
+fn borrowed_objects_are_key_sorted_and_keep_the_last_repeated_key() {
+    for t in [
+        r#"{"b":1,"a":2,"b":3}"#,
+        r#"{"b":1,"a":2,"b":3,"a":4,"c":5,"a":6}"#,
+        r#"{"z":{"y":[],"x":{}},"\u0061":1,"a":2,"":0}"#,
+        r#"{"a":1,"a":2}"#,
+    ] {
+        let (doc, _) = borrowed(t);
+        let Doc::Obj(m) = &doc else { panic!("{doc:?}") };
+        assert!(m.windows(2).all(|w| w[0].0 < w[1].0), "{t}: {m:?}");
+        borrows_alike(t.as_bytes());
+    }
+    let (doc, _) = borrowed(r#"{"b":1,"a":2,"b":3,"\u0061":4}"#);
+    assert_eq!(doc.get("a"), Some(&Doc::from(4i64)));
+    assert_eq!(doc.get("b"), Some(&Doc::from(3i64)));
+}
+
+#[test]
+fn borrowed_numbers_and_the_wide_flag_match_from_slice_narrow() {
+    let (doc, narrow) = borrowed("[1,-2,9223372036854775807,-9223372036854775808,1.5e300,-0,0.25]");
+    assert!(narrow);
+    assert_eq!(
+        doc.into_value(),
+        json!([1, -2, i64::MAX, i64::MIN, 1.5e300, -0.0, 0.25])
+    );
+    // `-0` is a float to serde_json, read from its own text: not wide.
+    let (doc, narrow) = borrowed("-0");
+    assert!(narrow);
+    assert!(matches!(&doc, Doc::Num(n) if n.as_f64() == Some(0.0) && n.is_f64()));
+    let (doc, narrow) = borrowed(r#"{"a":[1,{"b":10000000000854346115}]}"#);
+    assert!(!narrow);
+    let wide = doc
+        .get("a")
+        .and_then(|a| match a {
+            Doc::Arr(items) => items.get(1),
+            _ => None,
+        })
+        .and_then(|o| o.get("b"));
+    assert!(matches!(wide, Some(Doc::Num(n)) if n.as_i64().is_none() && !n.is_f64()));
+    for t in [
+        "18446744073709551615",
+        "18446744073709551616",
+        "-0",
+        "-0.0",
+        "1e5",
+        "1e400",
+        "123456789012345678",
+        "1234567890123456789",
+        "-9223372036854775809",
+        "01",
+    ] {
+        borrows_alike(t.as_bytes());
+    }
+}
+
+#[test]
+fn borrowed_edge_cases_fall_back_or_fail_as_from_slice_narrow_does() {
+    let nest = |n: usize| format!(r#"{}"s"{}"#, "[".repeat(n), "]".repeat(n));
+    // The innermost string is borrowed, and whether the document is vouched for.
+    let innermost = |n: usize| {
+        let text = nest(n);
+        let (doc, narrow) = borrowed(&text);
+        let mut inner = &doc;
+        while let Doc::Arr(a) = inner {
+            inner = &a[0];
+        }
+        assert_eq!(inner.as_str(), Some("s"));
+        (matches!(inner, Doc::Str(Cow::Borrowed(_))), narrow)
+    };
+    assert_eq!(innermost(READ_DEPTH), (true, true));
+    // Past the fast reader's depth serde_json reads it: owned, and not vouched for.
+    assert_eq!(innermost(READ_DEPTH + 1), (false, false));
+    for n in [99, 100, 101, 127, 128, 129, 200] {
+        borrows_alike(nest(n).as_bytes());
+    }
+    for t in [
+        "",
+        " ",
+        "{",
+        "[1,]",
+        r#"{"a":1,}"#,
+        r#"{a:1}"#,
+        "1 2",
+        "nul",
+        r#""\x""#,
+        r#""\ud83d""#,
+        r#""\ud83d\ude00""#,
+        "\"tab\there\"",
+        "\u{feff}1",
+        "[\"ok\", \"é\"]",
+    ] {
+        borrows_alike(t.as_bytes());
+    }
+    assert!(read_borrowed(b"{").is_err());
+    assert!(read_borrowed(b"\"\xff\"").is_err());
+    borrows_alike(b"[\"ok\", \"\xc3\"]");
+}
+
+/// A JSON text with what `value()` does not write: repeated keys, keys and strings
+/// spelt with `\u` escapes, and whitespace between tokens.
+fn varied_text() -> impl Strategy<Value = String> {
+    let ws = "[ \t\n\r]{0,2}";
+    let key = (r#"[ab"\\é😀]{0,2}"#, any::<bool>()).prop_map(|(k, esc)| spell(&k, esc));
+    let leaf = prop_oneof![
+        value().prop_map(|v| to_string(&v)),
+        (r#"[a"\\\n😀]{0,4}"#, any::<bool>()).prop_map(|(s, esc)| spell(&s, esc)),
+    ];
+    leaf.prop_recursive(4, 40, 6, move |inner| {
+        prop_oneof![
+            (prop::collection::vec(inner.clone(), 0..5), ws)
+                .prop_map(|(items, w)| format!("[{w}{}{w}]", items.join(&format!("{w},")))),
+            (prop::collection::vec((key.clone(), inner), 0..6), ws).prop_map(|(m, w)| {
+                let m: Vec<String> = m.iter().map(|(k, v)| format!("{k}{w}:{v}")).collect();
+                format!("{{{w}{}}}", m.join(&format!(",{w}")))
+            }),
+        ]
+    })
+}
+
+/// `s` as a JSON string: as serde_json writes it, or every character as a `\u` escape
+/// (a surrogate pair past the BMP).
+fn spell(s: &str, escaped: bool) -> String {
+    if !escaped {
+        return to_string(&Value::String(s.to_owned()));
+    }
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        let mut units = [0u16; 2];
+        for u in c.encode_utf16(&mut units) {
+            out.push_str(&format!("\\u{u:04x}"));
+        }
+    }
+    out.push('"');
+    out
+}
+
+proptest! {
+    #[test]
+    fn any_value_is_read_borrowed_as_from_slice_narrow_reads_it(v in value()) {
+        for text in [to_vec(&v), serde_json::to_vec_pretty(&v).unwrap_or_default()] {
+            prop_assert!(read_borrowed(&text).is_ok());
+            borrows_alike(&text);
+        }
+    }
+
+    #[test]
+    fn any_varied_text_is_read_borrowed_as_from_slice_narrow_reads_it(text in varied_text()) {
+        prop_assert!(read_borrowed(text.as_bytes()).is_ok(), "{}", text);
+        borrows_alike(text.as_bytes());
+    }
+
+    #[test]
+    fn any_text_is_read_borrowed_as_from_slice_narrow_reads_it(
+        text in r#"[\[\]{}",:0-9a-z.eE+\- \t\n\\/éu]{0,48}"#,
+    ) {
+        borrows_alike(text.as_bytes());
+    }
+
+    #[test]
+    fn any_value_is_written_as_serde_json_writes_it(v in value()) {
+        prop_assert_eq!(to_vec(&v), serde_json::to_vec(&v).unwrap_or_default());
+    }
+
+    #[test]
+    fn any_doc_is_written_as_its_value_is(text in varied_text()) {
+        if let Ok((doc, _)) = read_borrowed(text.as_bytes()) {
+            let mut out = Vec::new();
+            write_doc(&doc, &mut out);
+            prop_assert_eq!(out, to_vec(&doc.to_value()));
+        }
+    }
+
+    #[test]
+    fn any_written_value_is_read_back_without_serde_json(v in value()) {
+        for text in [to_vec(&v), serde_json::to_vec_pretty(&v).unwrap_or_default()] {
+            prop_assert!(read(&text).is_some());
+            reads_alike(&text);
+        }
+    }
+
+    #[test]
+    fn any_text_is_read_as_serde_json_reads_it(
+        text in r#"[\[\]{}",:0-9a-z.eE+\- \t\n\\/éu]{0,48}"#,
+    ) {
+        reads_alike(text.as_bytes());
+    }
+
+    #[test]
+    fn any_bytes_are_read_as_serde_json_reads_them(bytes in prop::collection::vec(any::<u8>(), 0..48)) {
+        reads_alike(&bytes);
+    }
+}

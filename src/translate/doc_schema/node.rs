@@ -1,0 +1,114 @@
+//! The compiled form of a [`DocSchema`]: nodes, keywords, properties, three-valued answers.
+//! Plain data shared by the compiler and the check; it never reads a schema or a document.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+/// Three-valued answers: [`Tri::Unknown`] is "ask jsonschema".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Tri {
+    Valid,
+    Invalid,
+    Unknown,
+}
+
+pub(super) const NULL: u8 = 1;
+pub(super) const BOOL: u8 = 2;
+pub(super) const OBJECT: u8 = 4;
+pub(super) const ARRAY: u8 = 8;
+pub(super) const NUMBER: u8 = 16;
+pub(super) const STRING: u8 = 32;
+pub(super) const INTEGER: u8 = 64;
+
+#[derive(Debug, Clone)]
+pub(super) enum Node {
+    True,
+    False,
+    Unknown,
+    /// A subschema without subschemas, checked by jsonschema on the node's value.
+    Leaf(Arc<jsonschema::Validator>),
+    /// A subschema that asserts only `type` (most leaves of an output schema).
+    Type(u8),
+    Schema(Box<Keywords>),
+}
+
+#[derive(Debug, Default, Clone)]
+pub(super) struct Keywords {
+    pub(super) types: Option<u8>,
+    /// The required names that are among the first 64 `properties`, as bits of their indexes.
+    pub(super) required_bits: u64,
+    /// The other required names.
+    pub(super) required: Vec<Box<str>>,
+    /// Sorted by name (byte order), as a [`Doc`]'s members are.
+    pub(super) properties: Vec<Prop>,
+    pub(super) additional: Option<usize>,
+    pub(super) items: Option<usize>,
+    /// A string `enum` (a `const` string is one of one).
+    pub(super) strings: Option<Vec<Box<str>>>,
+    pub(super) all_of: Vec<usize>,
+    pub(super) any_of: Vec<usize>,
+    pub(super) one_of: Vec<usize>,
+    pub(super) not: Option<usize>,
+    /// `if`, `then`, `else`.
+    pub(super) conditional: Option<(usize, Option<usize>, Option<usize>)>,
+    /// `contains` with `minContains` (1 unless given) and `maxContains`.
+    pub(super) contains: Option<(usize, usize, Option<usize>)>,
+    pub(super) property_names: Option<usize>,
+    pub(super) min_items: Option<usize>,
+    pub(super) max_items: Option<usize>,
+    pub(super) min_length: Option<usize>,
+    pub(super) max_length: Option<usize>,
+    pub(super) min_properties: Option<usize>,
+    pub(super) max_properties: Option<usize>,
+}
+
+/// A tool's output schema compiled for [`DocSchema::surely_valid`].
+#[derive(Debug)]
+pub struct DocSchema {
+    pub(super) nodes: Vec<Node>,
+    /// The node a whole answer is checked against: 0, the schema's root, unless
+    /// [`DocSchema::pin`] built a copy of the root's path to a pinned member.
+    pub(super) root: usize,
+}
+
+/// How deep a check follows the schema (a `$ref` cycle that consumes no data stops here).
+pub(super) const MAX_DEPTH: u32 = 96;
+
+/// A property of a schema, with the first eight bytes of its name for quick comparisons.
+#[derive(Debug, Clone)]
+pub(super) struct Prop {
+    pub(super) prefix: u64,
+    pub(super) name: Box<str>,
+    pub(super) node: usize,
+}
+
+impl Prop {
+    /// The byte order of this property's name and `key` (whose [`prefix`] is `kp`): the
+    /// prefixes decide unless they are equal.
+    #[inline]
+    pub(super) fn cmp_key(&self, kp: u64, key: &str) -> Ordering {
+        match self.prefix.cmp(&kp) {
+            Ordering::Equal if self.name.len() <= 8 && key.len() <= 8 => {
+                self.name.len().cmp(&key.len())
+            }
+            Ordering::Equal => (*self.name).cmp(key),
+            other => other,
+        }
+    }
+}
+
+/// The first eight bytes of `s`, big-endian, zero-padded. Zero is the least byte, so when two
+/// prefixes differ their order is the order of the strings: where one string ends inside the
+/// eight bytes, it is a prefix of the other up to there.
+#[inline]
+pub(super) fn prefix(s: &str) -> u64 {
+    let b = s.as_bytes();
+    if let Some(Ok(word)) = b.get(..8).map(<[u8; 8]>::try_from) {
+        return u64::from_be_bytes(word);
+    }
+    let mut word = 0u64;
+    for (i, &x) in b.iter().enumerate() {
+        word |= u64::from(x) << (56 - 8 * i);
+    }
+    word
+}

@@ -1,0 +1,531 @@
+//! Unit and property tests of the native output-schema check: every "valid" agrees with
+//! jsonschema. Test-only code.
+
+use super::DocSchema;
+use super::compile::{FORMATS_ASSERT, options};
+use crate::json_doc::Doc;
+use proptest::prelude::*;
+use serde_json::json;
+use serde_json::{Map, Value};
+use std::sync::LazyLock;
+
+fn validator(schema: &Value) -> jsonschema::Validator {
+    options().build(schema).expect("a valid schema")
+}
+
+/// The native answer, checked against jsonschema's whenever it says valid.
+fn sure(schema: &Value, v: &Value) -> bool {
+    let s = DocSchema::compile(schema);
+    let native = s.surely_valid(&Doc::from_value(v));
+    if native {
+        assert!(
+            validator(schema).is_valid(v),
+            "surely valid but jsonschema rejects {v} against {schema}"
+        );
+    }
+    native
+}
+
+#[test]
+fn keywords_answer_both_ways() {
+    let schema = json!({
+        "type": "object",
+        "required": ["id", "state"],
+        "properties": {
+            "id": {"type": "string", "minLength": 2},
+            "state": {"type": "string", "enum": ["available", "limited"]},
+            "n": {"type": "integer"},
+            "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 2},
+            "v": {"type": ["string", "null"]},
+            "version": {"type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2}$"}
+        },
+        "additionalProperties": false
+    });
+    let ok = json!({"id": "s1", "state": "available", "n": 3, "tags": ["a"], "v": null, "version": "2026-08-20"});
+    assert!(sure(&schema, &ok));
+    for bad in [
+        json!({"id": "s1"}),
+        json!({"id": "s", "state": "available"}),
+        json!({"id": "s1", "state": "gone"}),
+        json!({"id": "s1", "state": "available", "n": "3"}),
+        json!({"id": "s1", "state": "available", "tags": ["a", "b", "c"]}),
+        json!({"id": "s1", "state": "available", "tags": [1]}),
+        json!({"id": "s1", "state": "available", "v": 1}),
+        json!({"id": "s1", "state": "available", "extra": 1}),
+        json!({"id": "s1", "state": "available", "version": "26-08-20"}),
+        // ECMA-262's `\d` is ASCII only: jsonschema's answer, not Rust's regex crate's.
+        json!({"id": "s1", "state": "available", "version": "٢٠٢٦-08-20"}),
+        json!([]),
+    ] {
+        assert!(!sure(&schema, &bad), "{bad}");
+        assert!(!validator(&schema).is_valid(&bad), "{bad}");
+    }
+}
+
+#[test]
+fn required_names_are_found_wherever_they_sort() {
+    // Bits for the names among the properties, a list for the others.
+    let with_props = json!({"type": "object", "required": ["m", "a", "z"],
+        "properties": {"a": {}, "b": {}, "m": {"type": "integer"}}});
+    let without = json!({"type": "object", "required": ["m", "a", "z"]});
+    for schema in [with_props, without] {
+        assert!(sure(&schema, &json!({"a": 1, "b": 2, "m": 3, "z": 4})));
+        for bad in [
+            json!({"b": 2, "m": 3, "z": 4}),
+            json!({"a": 1, "b": 2, "z": 4}),
+            json!({"a": 1, "b": 2, "m": 3}),
+            json!({"aa": 1, "m": 3, "z": 4}),
+            json!({}),
+        ] {
+            assert!(!sure(&schema, &bad), "{bad}");
+            assert!(!validator(&schema).is_valid(&bad), "{bad}");
+        }
+    }
+}
+
+#[test]
+fn refs_and_combinators() {
+    let schema = json!({
+        "type": "object",
+        "anyOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/b"}],
+        "$defs": {
+            "a": {"type": "object", "required": ["a"], "properties": {"a": {"const": "x"}}},
+            "b": {"type": "object", "required": ["b"], "properties": {"b": {"$ref": "#/$defs/b"}}}
+        }
+    });
+    assert!(sure(&schema, &json!({"a": "x"})));
+    assert!(!sure(&schema, &json!({"b": {"b": {"b": {"b": {}}}}})));
+    assert!(!sure(&schema, &json!({"a": "y"})));
+    assert!(!sure(&schema, &json!({"c": 1})));
+    let one = json!({"oneOf": [{"type": "string"}, {"type": "string", "enum": ["x"]}]});
+    assert!(sure(&one, &json!("y")));
+    assert!(!sure(&one, &json!("x")));
+    let not = json!({"not": {"type": "null"}});
+    assert!(sure(&not, &json!(1)));
+    assert!(!sure(&not, &Value::Null));
+    assert!(sure(&json!(true), &json!({"any": 1})));
+    assert!(!sure(&json!(false), &json!(1)));
+}
+
+#[test]
+fn conditionals_contains_and_property_names() {
+    let schema = json!({
+        "type": "object",
+        "if": {"properties": {"status": {"const": "error"}}, "required": ["status"]},
+        "then": {"required": ["messages"]},
+        "else": {"required": ["id"]},
+        "propertyNames": {"maxLength": 8},
+        "properties": {"messages": {"type": "array",
+            "contains": {"properties": {"type": {"const": "error"}}, "required": ["type"]},
+            "maxContains": 1}}
+    });
+    assert!(sure(&schema, &json!({"id": "x"})));
+    assert!(sure(
+        &schema,
+        &json!({"status": "error", "messages": [{"type": "error"}, {"type": "info"}]})
+    ));
+    for bad in [
+        json!({"status": "error", "id": "x"}),
+        json!({"status": "ok"}),
+        json!({"status": "error", "messages": []}),
+        json!({"status": "error", "messages": [{"type": "error"}, {"type": "error"}]}),
+        json!({"id": "x", "much_too_long": 1}),
+    ] {
+        assert!(!sure(&schema, &bad), "{bad}");
+        assert!(!validator(&schema).is_valid(&bad), "{bad}");
+    }
+    let none = json!({"contains": {"type": "string"}, "minContains": 0});
+    assert!(sure(&none, &json!([1, 2])));
+}
+
+#[test]
+fn a_cycle_without_data_ends() {
+    let schema = json!({"$ref": "#"});
+    assert!(!sure(&schema, &json!(1)));
+}
+
+#[test]
+fn what_is_not_modelled_is_never_surely_valid() {
+    for schema in [
+        json!({"type": "object", "properties": {"a": {}}, "unevaluatedProperties": false}),
+        json!({"type": "object", "patternProperties": {"^a": {"type": "string"}}}),
+        json!({"type": "integer"}),
+        json!({"enum": [1, 2]}),
+        json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"}),
+        json!({"properties": {"a": {"$id": "https://x.example/a", "type": "string"}}}),
+    ] {
+        let v = if schema.get("type") == Some(&json!("integer")) {
+            json!(1.0)
+        } else if schema.get("enum").is_some() {
+            json!(1)
+        } else {
+            json!({"a": "x"})
+        };
+        assert!(
+            !DocSchema::compile(&schema).surely_valid(&Doc::from_value(&v)),
+            "{schema}"
+        );
+        assert!(
+            validator(&schema).is_valid(&v),
+            "{schema} should accept {v}"
+        );
+    }
+}
+
+#[test]
+fn formats_are_annotations_here() {
+    // jsonschema does not assert `format` in 2020-12 by default: neither does this check.
+    assert!(!*FORMATS_ASSERT);
+    let schema = json!({"type": "string", "format": "date-time"});
+    assert!(sure(&schema, &json!("not a date")));
+}
+
+/// The demo's configuration, as the loader builds it.
+fn demo_config() -> crate::config::Gateway {
+    let dir = crate::demo::write_files("127.0.0.1:9".parse().expect("an address"), None)
+        .expect("demo files");
+    let g = crate::config::load(&[dir.join("mappings")]).expect("demo config loads");
+    let _ = std::fs::remove_dir_all(&dir);
+    g
+}
+
+/// The demo's output schemas, as the loader builds them.
+fn demo_schemas() -> Vec<(String, Value)> {
+    demo_config()
+        .tools
+        .values()
+        .filter_map(|t| {
+            let d = t.descriptor.value();
+            d.get("outputSchema").cloned().map(|s| (t.name.clone(), s))
+        })
+        .collect()
+}
+
+#[test]
+fn the_benchmarked_answer_is_surely_valid() {
+    let schemas = demo_schemas();
+    let (_, schema) = schemas
+        .iter()
+        .find(|(n, _)| n == "usp_availability_query")
+        .expect("the availability tool");
+    let answer = json!({
+        "usp": {"version": "2026-08-20", "capabilities": {"dev.usp-protocol.availability": [{"version": "2026-08-20"}]}},
+        "service_id": "MASSAGE-60",
+        "slots": [{"id": "MASSAGE-60@2026-12-01T09:00", "service_id": "MASSAGE-60",
+            "start": "2026-12-01T09:00:00+00:00", "end": "2026-12-01T10:00:00+00:00",
+            "duration": "PT60M", "state": "available"}],
+        "messages": []
+    });
+    assert!(validator(schema).is_valid(&answer));
+    assert!(sure(schema, &answer));
+    let mut bad = answer.clone();
+    bad["slots"][0]["state"] = json!("gone");
+    assert!(!sure(schema, &bad));
+}
+
+/// The pinned check of an answer carrying `usp` (the constant): the same answer as the
+/// unpinned one on every answer with that member, for each demo tool that has one.
+#[test]
+fn a_pinned_envelope_answers_as_the_whole_check() {
+    let g = demo_config();
+    let mut pinned_tools = 0;
+    for tool in g.tools.values() {
+        let descriptor = tool.descriptor.value();
+        let (Some((key, env)), Some(schema)) = (&tool.envelope, descriptor.get("outputSchema"))
+        else {
+            continue;
+        };
+        let whole = DocSchema::compile(schema);
+        let mut pinned = DocSchema::compile(schema);
+        if !pinned.pin(key, &Doc::from_value(env)) {
+            continue;
+        }
+        pinned_tools += 1;
+        // The benchmarked answer's shape with this tool's envelope, and mutations of it.
+        let answer = json!({
+            key.as_str(): env,
+            "service_id": "MASSAGE-60",
+            "slots": [{"id": "s", "service_id": "MASSAGE-60", "start": "2026-12-01T09:00:00+00:00",
+                "end": "2026-12-01T10:00:00+00:00", "duration": "PT60M", "state": "available"}],
+            "messages": [],
+            "booking": {"id": "b"},
+            "id": "x"
+        });
+        let mut cases = vec![answer.clone(), json!({ key.as_str(): env })];
+        for (field, bad) in [
+            ("service_id", json!(1)),
+            ("slots", json!("x")),
+            ("messages", json!([{"type": 1}])),
+            ("booking", json!(7)),
+        ] {
+            let mut a = answer.clone();
+            a[field] = bad;
+            cases.push(a);
+        }
+        for case in &cases {
+            let doc = Doc::from_value(case);
+            assert_eq!(
+                pinned.surely_valid(&doc),
+                whole.surely_valid(&doc),
+                "{}: {case}",
+                tool.name
+            );
+        }
+    }
+    assert!(
+        pinned_tools >= 10,
+        "the demo's USP and UCP tools pin: {pinned_tools}"
+    );
+}
+
+#[test]
+fn a_pin_changes_no_answer_for_the_constant_and_keeps_nested_checks() {
+    let object = json!({"type": "object", "required": ["usp"],
+        "properties": {"usp": {"type": "object", "required": ["version"]}, "n": {"type": "integer"}}});
+    let good = json!({"version": "1"});
+    // The constant itself invalid, or a key the schema does not list: nothing pinned.
+    let mut s = DocSchema::compile(&object);
+    assert!(!s.pin("usp", &Doc::from_value(&json!({}))));
+    assert!(!s.surely_valid(&Doc::from_value(&json!({"usp": {}}))));
+    assert!(!DocSchema::compile(&object).pin("ucp", &Doc::from_value(&good)));
+    // Behind `$ref`s and in-place applicators: the same answers, pinned or not, for every
+    // answer holding the constant.
+    let answers = [
+        json!({"usp": good, "n": 1}),
+        json!({"usp": good, "n": "1"}),
+        json!({"usp": good}),
+        json!({"usp": good, "x": true}),
+        json!({"n": 1}),
+    ];
+    for extra in [
+        json!({}),
+        json!({"anyOf": [{"required": ["n"]}, {"required": ["x"]}]}),
+        json!({"oneOf": [{"required": ["n"]}, {"properties": {"usp": {"required": ["version"]}}}]}),
+        json!({"not": {"required": ["x"]}}),
+        json!({"if": {"required": ["n"]}, "then": {"properties": {"usp": {"maxProperties": 1}}}, "else": false}),
+        json!({"propertyNames": {"maxLength": 3}}),
+        json!({"allOf": [{"properties": {"usp": {"type": "object"}}}]}),
+    ] {
+        let mut schema = object.clone();
+        for (k, v) in extra.as_object().expect("an object") {
+            schema[k] = v.clone();
+        }
+        let wrapped = json!({"$ref": "#/$defs/a", "$defs": {"a": {"anyOf": [{"$ref": "#/$defs/o"}, false]}, "o": schema}});
+        for schema in [schema, wrapped] {
+            let whole = DocSchema::compile(&schema);
+            let mut pinned = DocSchema::compile(&schema);
+            assert!(pinned.pin("usp", &Doc::from_value(&good)), "{schema}");
+            for a in &answers {
+                let doc = Doc::from_value(a);
+                assert_eq!(
+                    pinned.surely_valid(&doc),
+                    whole.surely_valid(&doc),
+                    "{a} against {schema}"
+                );
+            }
+        }
+    }
+    // The same object schema reached again (a `$ref` to the root) is checked whole.
+    let recursive = json!({"type": "object", "required": ["usp"],
+        "properties": {"usp": {"type": "object", "required": ["version"]}, "child": {"$ref": "#"}}});
+    let mut s = DocSchema::compile(&recursive);
+    assert!(s.pin("usp", &Doc::from_value(&good)));
+    assert!(s.surely_valid(&Doc::from_value(
+        &json!({"usp": good, "child": {"usp": good}})
+    )));
+    assert!(!s.surely_valid(&Doc::from_value(
+        &json!({"usp": good, "child": {"usp": {}}})
+    )));
+    // A cycle through in-place applicators ends.
+    let cycle = json!({"allOf": [{"$ref": "#"}], "properties": {"usp": {"type": "object"}}});
+    let mut s = DocSchema::compile(&cycle);
+    assert!(s.pin("usp", &Doc::from_value(&good)));
+    assert!(!s.surely_valid(&Doc::from_value(&json!({"usp": good}))));
+}
+
+fn leaf() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        (-1e6f64..1e6).prop_map(Value::from),
+        "[a-z0-9:+-]{0,12}".prop_map(Value::String),
+        prop_oneof![
+            Just("available"),
+            Just("2026-08-20"),
+            Just("error"),
+            Just("MASSAGE-60"),
+            Just("PT60M"),
+        ]
+        .prop_map(|s| Value::String(s.into())),
+    ]
+}
+
+fn any_json() -> impl Strategy<Value = Value> {
+    let keys = prop_oneof![
+        Just("usp"),
+        Just("version"),
+        Just("slots"),
+        Just("id"),
+        Just("state"),
+        Just("messages"),
+        Just("type"),
+        Just("code"),
+        Just("content"),
+        Just("service_id"),
+        Just("booking"),
+        Just("ucp"),
+        Just("status"),
+        Just("x"),
+    ];
+    leaf().prop_recursive(5, 64, 6, move |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::btree_map(keys.clone(), inner, 0..6).prop_map(|m| {
+                Value::Object(m.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+            }),
+        ]
+    })
+}
+
+/// Removes, retypes or adds one member somewhere in `v` (`seed` picks where and how).
+fn mutate(v: &mut Value, seed: u64) {
+    match v {
+        Value::Object(m) if !m.is_empty() => {
+            let keys: Vec<String> = m.keys().cloned().collect();
+            let k = &keys[(seed as usize) % keys.len()];
+            match seed % 5 {
+                0 => {
+                    m.remove(k);
+                }
+                1 => {
+                    m.insert(k.clone(), json!(7));
+                }
+                2 => {
+                    m.insert("extra".into(), json!("x"));
+                }
+                _ => {
+                    if let Some(x) = m.get_mut(k) {
+                        mutate(x, seed / 5);
+                    }
+                }
+            }
+        }
+        Value::Array(a) if !a.is_empty() => {
+            let i = (seed as usize) % a.len();
+            mutate(&mut a[i], seed / 3);
+        }
+        Value::String(s) => s.push('!'),
+        other => *other = json!("changed"),
+    }
+}
+
+proptest! {
+    /// Property names that share prefixes, run past eight bytes or hold NULs: the native
+    /// answer is exactly jsonschema's (nothing here is left undecided).
+    #[test]
+    fn properties_and_required_answer_exactly(
+        names in prop::collection::btree_set("(service_|s)?[a\u{0}z]{0,10}", 1..8),
+        required in prop::collection::vec(any::<prop::sample::Index>(), 0..4),
+        present in prop::collection::vec(any::<bool>(), 8),
+        extra in prop::collection::btree_set("(service_|s)?[a\u{0}z]{0,10}", 0..3),
+        closed in any::<bool>(),
+    ) {
+        let names: Vec<String> = names.into_iter().collect();
+        let mut req: Vec<&String> = required.iter().map(|i| i.get(&names)).collect();
+        req.sort();
+        req.dedup();
+        let props: Map<String, Value> = names
+            .iter()
+            .map(|n| (n.clone(), json!({"type": "integer"})))
+            .collect();
+        let schema = json!({"type": "object", "properties": props, "required": req,
+            "additionalProperties": !closed});
+        let mut doc = Map::new();
+        for (n, p) in names.iter().zip(&present) {
+            if *p {
+                doc.insert(n.clone(), json!(1));
+            }
+        }
+        for e in extra {
+            doc.insert(e, json!(2));
+        }
+        let doc = Value::Object(doc);
+        let native = DocSchema::compile(&schema).surely_valid(&Doc::from_value(&doc));
+        prop_assert_eq!(native, validator(&schema).is_valid(&doc), "{} against {}", doc, schema);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    #[test]
+    fn surely_valid_implies_jsonschema_valid(v in any_json(), seeds in prop::collection::vec(any::<u64>(), 4)) {
+        for (schema, native, check) in compiled_demo_schemas() {
+            let mut cases = vec![v.clone()];
+            for s in &seeds {
+                let mut m = v.clone();
+                mutate(&mut m, *s);
+                cases.push(m);
+            }
+            for c in cases {
+                if native.surely_valid(&Doc::from_value(&c)) {
+                    prop_assert!(check.is_valid(&c), "{} against {}", c, schema);
+                }
+            }
+        }
+    }
+}
+
+/// Each demo output schema with both checks compiled, once.
+fn compiled_demo_schemas() -> &'static [(Value, DocSchema, jsonschema::Validator)] {
+    static SCHEMAS: LazyLock<Vec<(Value, DocSchema, jsonschema::Validator)>> =
+        LazyLock::new(|| {
+            demo_schemas_cached()
+                .iter()
+                .map(|(_, s)| (s.clone(), DocSchema::compile(s), validator(s)))
+                .collect()
+        });
+    &SCHEMAS
+}
+
+fn demo_schemas_cached() -> &'static [(String, Value)] {
+    static SCHEMAS: LazyLock<Vec<(String, Value)>> = LazyLock::new(demo_schemas);
+    &SCHEMAS
+}
+
+/// Valid demo answers, mutated: whatever the native check calls valid, jsonschema does,
+/// and it calls some valid (the property above is not vacuous on real shapes).
+#[test]
+fn mutated_real_answers_are_never_wrongly_valid() {
+    let schemas = demo_schemas_cached();
+    let (_, schema) = schemas
+        .iter()
+        .find(|(n, _)| n == "usp_availability_query")
+        .expect("the availability tool");
+    let native = DocSchema::compile(schema);
+    let check = validator(schema);
+    let answer = json!({
+        "usp": {"version": "2026-08-20"},
+        "service_id": "MASSAGE-60",
+        "slots": [
+            {"id": "a", "service_id": "MASSAGE-60", "start": "s", "end": "e", "duration": "PT60M", "state": "available"},
+            {"id": "b", "service_id": "MASSAGE-60", "start": "s", "end": "e", "duration": "PT30M", "state": "limited",
+             "capacity": {"total": 3, "remaining": 1}, "pricing": {"amount": 100, "currency": "EUR"}}
+        ],
+        "messages": [{"type": "warning", "code": "c", "content": "t"}]
+    });
+    let (mut sure_count, mut total) = (0, 0);
+    for seed in 0..4000u64 {
+        let mut m = answer.clone();
+        mutate(&mut m, seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 7);
+        total += 1;
+        if native.surely_valid(&Doc::from_value(&m)) {
+            sure_count += 1;
+            assert!(check.is_valid(&m), "{m}");
+        }
+    }
+    assert!(
+        sure_count > 0 && sure_count < total,
+        "{sure_count} of {total}"
+    );
+}
