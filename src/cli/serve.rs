@@ -1,0 +1,212 @@
+//! `portico serve` and `portico stdio`: the MCP gateway over HTTP or stdin/stdout.
+//! It wires library modules together; it never holds protocol logic.
+
+use super::args::{ServeArgs, StdioArgs};
+use super::common::{
+    Exit, banner, finish, init_logging, load_config, load_webhook_key, refused, shutdown_signal,
+    start_tracing,
+};
+use portico::app::Ops;
+use portico::mcp::handler::ServerInfo;
+use portico::mcp::http::HttpOptions;
+use portico::ops::reload::Watch;
+use std::process::ExitCode;
+
+/// Runs `portico serve`.
+pub async fn serve(args: ServeArgs) -> ExitCode {
+    let ServeArgs {
+        config,
+        listen,
+        allowed_hosts,
+        allowed_origins,
+        max_body_bytes,
+        admin_addr,
+        shutdown_timeout,
+        shards,
+        reload_interval,
+        log_format,
+        server_name,
+        webhook_key,
+        webhook_journal,
+        state,
+        state_prefix,
+        idempotency_bytes,
+        webhook_replay,
+        webhook_dedupe_window,
+        webhook_latest,
+        sessions,
+        tls,
+        tls_client_ca,
+        limits,
+        otlp_endpoint,
+    } = args;
+    portico::idempotency::set_budget(idempotency_bytes);
+    let stop_signal = shutdown_signal();
+    let config = config.all();
+    let otel = match start_tracing(log_format, otlp_endpoint.as_deref()) {
+        Ok(o) => o,
+        Err(code) => return code.into(),
+    };
+    if let Some(url) = state {
+        match portico::state::Shared::new(&url, &state_prefix) {
+            Ok(s) => {
+                tracing::info!(redis = %s.display, "shared state in redis");
+                portico::state::install(s);
+                if let Some(shared) = portico::state::shared() {
+                    // Identity bindings, proof jti, issued credentials and nonces too.
+                    portico::auth::store::install(portico::state::auth::stores(shared));
+                }
+            }
+            Err(e) => {
+                eprintln!("--state: {e}");
+                return Exit::Invalid.into();
+            }
+        }
+    }
+    let tls = match refused(tls.load(tls_client_ca.as_deref())) {
+        Ok(t) => t,
+        Err(code) => return code.into(),
+    };
+    let webhook_key = match refused(webhook_key.map(|p| load_webhook_key(&p)).transpose()) {
+        Ok(k) => k,
+        Err(code) => return code.into(),
+    };
+    let Some(gateway) = load_config(&config) else {
+        return Exit::Invalid.into();
+    };
+    let mut opts = HttpOptions {
+        max_body_bytes,
+        shutdown_timeout,
+        webhook_key,
+        webhook_journal,
+        webhook_retention: portico::webhook::ingress::Retention {
+            replay: webhook_replay as usize,
+            dedupe: webhook_dedupe_window,
+            latest: webhook_latest,
+        },
+        tls,
+        limits: limits.limits(),
+        ..HttpOptions::default()
+    };
+    sessions.apply(&mut opts);
+    if let Some(n) = shards {
+        opts.shards = n;
+    }
+    let mut admin_opts = portico::ops::admin::AdminOptions {
+        limits: limits.limits(),
+        ..Default::default()
+    };
+    admin_opts
+        .allowed_hosts
+        .extend(allowed_hosts.iter().cloned());
+    opts.allowed_hosts.extend(allowed_hosts);
+    opts.allowed_origins.extend(allowed_origins);
+    let mut ops = Ops {
+        admin: admin_addr,
+        watch: Some(Watch {
+            paths: config,
+            interval: reload_interval.0,
+            sighup: true,
+        }),
+        ..Ops::default()
+    };
+    ops.admin_opts = admin_opts;
+    let info = ServerInfo {
+        name: server_name,
+        ..ServerInfo::default()
+    };
+    let running = match portico::app::start_with(gateway, listen, opts, info, ops).await {
+        Ok(r) => r,
+        Err(e) => {
+            let admin = admin_addr.map(|a| format!(" or {a}")).unwrap_or_default();
+            eprintln!("cannot listen on {listen}{admin}: {e}");
+            return Exit::Startup.into();
+        }
+    };
+    println!("mcp: {}", running.mcp_url());
+    if let Some(admin) = running.admin_url() {
+        println!("admin: {admin}");
+    }
+    let mut endpoints = vec![("mcp", running.mcp_url())];
+    let base = running.mcp_url();
+    let base = base.trim_end_matches(&running.server.opts.path);
+    endpoints.push(("webhooks", format!("{base}/webhooks/{{business}}")));
+    if let Some(admin) = running.admin_url() {
+        endpoints.push(("admin", admin));
+    }
+    banner(&endpoints, &running.server.core.gateway.load());
+    stop_signal.await;
+    tracing::info!("shutting down");
+    finish(running.stop().await, otel).await
+}
+
+/// Runs `portico stdio`.
+pub async fn stdio(args: StdioArgs) -> ExitCode {
+    let StdioArgs {
+        config,
+        server_name,
+        webhook_listen,
+        webhook_key,
+        limits,
+    } = args;
+    init_logging();
+    let webhook_key = match refused(webhook_key.map(|p| load_webhook_key(&p)).transpose()) {
+        Ok(k) => k,
+        Err(code) => return code.into(),
+    };
+    let Some(gateway) = load_config(&config.all()) else {
+        return Exit::Invalid.into();
+    };
+    let mut endpoints = vec![("stdio", "stdin/stdout".to_string())];
+    let core = std::sync::Arc::new(portico::mcp::handler::Core {
+        gateway: arc_swap::ArcSwap::from_pointee(gateway),
+        info: ServerInfo {
+            name: server_name,
+            ..ServerInfo::default()
+        },
+    });
+    let max_depth = HttpOptions::default().max_depth;
+    let mut hub = None;
+    if let Some(addr) = webhook_listen {
+        let listener = match tokio::net::TcpListener::bind(addr).await {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("--webhook-listen {addr}: {e}");
+                return Exit::Startup.into();
+            }
+        };
+        let ingress = std::sync::Arc::new(portico::webhook::ingress::Ingress::with_key(
+            webhook_key,
+            None,
+        ));
+        hub = Some(ingress.hub.clone());
+        // stdout carries JSON-RPC only: the address goes to stderr.
+        if let Ok(a) = listener.local_addr() {
+            eprintln!("webhooks: http://{a}/webhooks/");
+            endpoints.push(("webhooks", format!("http://{a}/webhooks/{{business}}")));
+        }
+        tokio::spawn(portico::webhook::listener::serve(
+            listener,
+            ingress,
+            core.clone(),
+            HttpOptions::default().max_body_bytes,
+            limits.limits(),
+        ));
+    }
+    banner(&endpoints, &core.gateway.load());
+    match portico::mcp::stdio::serve_with_events(
+        core,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        max_depth,
+        hub,
+    )
+    .await
+    {
+        Ok(()) => Exit::Ok.into(),
+        Err(e) => {
+            eprintln!("stdio error: {e}");
+            Exit::Runtime.into()
+        }
+    }
+}
