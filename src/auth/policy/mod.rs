@@ -3,7 +3,7 @@
 //! input (every problem becomes a `Diagnostic`) and never prints a secret, in `Debug` or in a
 //! diagnostic.
 
-use super::fetch::{self, Limits};
+use super::fetch::Limits;
 use super::jws::{JwsAlg, JwtKey};
 use crate::config::diag::{Diagnostic, locate_yaml};
 use indexmap::IndexMap;
@@ -12,9 +12,11 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+mod jwks;
 mod spec;
+pub use jwks::{JWKS_MIN_REFRESH, JWKS_TTL, Jwks};
 pub use spec::{
     ApiKeySpec, AuthorizationSpec, CredentialSpec, MtlsClientSpec, MtlsSpec, OAuthSpec, PopSpec,
     SignatureSpec, ToolFacts,
@@ -80,67 +82,6 @@ pub struct ApiKey {
     pub name: String,
     pub value: Vec<u8>,
     pub business: bool,
-}
-
-/// Where JWT verification keys come from.
-pub enum Jwks {
-    Static(Vec<JwtKey>),
-    Url {
-        url: String,
-        limits: Limits,
-        cache: Mutex<Option<(Instant, std::sync::Arc<Vec<JwtKey>>)>>,
-        /// Serialises refreshes so concurrent misses fetch once.
-        refresh: tokio::sync::Mutex<()>,
-    },
-}
-
-/// How long fetched keys are used before a refetch; an unknown `kid` refetches sooner.
-pub const JWKS_TTL: Duration = Duration::from_secs(300);
-/// Least time between two refetches caused by unknown `kid`s.
-pub const JWKS_MIN_REFRESH: Duration = Duration::from_secs(10);
-
-impl Jwks {
-    /// The keys; `force` refetches (an unknown `kid`) unless a fetch happened very recently.
-    pub async fn keys(&self, force: bool) -> Result<std::sync::Arc<Vec<JwtKey>>, String> {
-        let Jwks::Url {
-            url,
-            limits,
-            cache,
-            refresh,
-        } = self
-        else {
-            let Jwks::Static(k) = self else {
-                return Err("no keys".into());
-            };
-            return Ok(std::sync::Arc::new(k.clone()));
-        };
-        let fresh = |min_age: Duration| {
-            cache
-                .lock()
-                .ok()
-                .and_then(|c| c.clone())
-                .filter(|(at, _)| at.elapsed() < min_age)
-                .map(|(_, k)| k)
-        };
-        let want = if force { JWKS_MIN_REFRESH } else { JWKS_TTL };
-        if let Some(k) = fresh(want) {
-            return Ok(k);
-        }
-        let _one = refresh.lock().await;
-        if let Some(k) = fresh(want) {
-            return Ok(k);
-        }
-        let body = fetch::get(url, limits)
-            .await
-            .map_err(|e| format!("JWKS fetch failed: {e}"))?;
-        let doc: Value =
-            serde_json::from_slice(&body).map_err(|_| "the JWKS is not JSON".to_string())?;
-        let keys = std::sync::Arc::new(JwtKey::from_jwks(&doc)?);
-        if let Ok(mut c) = cache.lock() {
-            *c = Some((Instant::now(), keys.clone()));
-        }
-        Ok(keys)
-    }
 }
 
 pub struct OAuth {

@@ -25,6 +25,9 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, Weak};
 use std::time::{Duration, Instant};
 
+mod window;
+use window::{BUCKETS, Window, now_ms};
+
 /// Default limit of calls in flight per backend.
 pub const DEFAULT_MAX_CONCURRENCY: usize = 1024;
 /// Default share of failed calls in the window that opens a route's breaker.
@@ -36,8 +39,6 @@ pub const DEFAULT_WINDOW: Duration = Duration::from_secs(30);
 /// Default time the breaker stays open.
 pub const DEFAULT_OPEN_FOR: Duration = Duration::from_secs(30);
 const MAX_ATTEMPTS: u32 = 10;
-/// Buckets of a route's window: the window slides by a tenth of its length.
-const BUCKETS: usize = 10;
 
 /// The compiled settings of one backend.
 #[derive(Debug, Clone, PartialEq)]
@@ -114,66 +115,6 @@ impl crate::ops::metrics::BreakerGauge for BreakerState {
 const CLOSED: u8 = 0;
 const OPEN: u8 = 1;
 const HALF_OPEN: u8 = 2;
-
-/// Milliseconds since the first use of the clock, so instants fit in an atomic.
-fn now_ms() -> u64 {
-    static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
-    EPOCH.elapsed().as_millis() as u64
-}
-
-/// A sliding window of call counts: `BUCKETS` buckets, each one atomic word holding the
-/// bucket's period number (high 32 bits), its calls (16 bits) and failures (16 bits, both
-/// saturating). A bucket whose period has passed is reset by the first call that reuses it.
-#[derive(Debug, Default)]
-struct Window {
-    buckets: [AtomicU64; BUCKETS],
-}
-
-fn pack(period: u32, calls: u64, failures: u64) -> u64 {
-    (u64::from(period) << 32) | (calls.min(0xFFFF) << 16) | failures.min(0xFFFF)
-}
-
-fn unpack(word: u64) -> (u32, u64, u64) {
-    ((word >> 32) as u32, (word >> 16) & 0xFFFF, word & 0xFFFF)
-}
-
-impl Window {
-    /// Counts one call (`failed` or not) in the bucket of period `now / width`.
-    fn record(&self, width_ms: u64, now: u64, failed: bool) {
-        let period = (now / width_ms.max(1)) as u32;
-        let bucket = &self.buckets[period as usize % BUCKETS];
-        let mut cur = bucket.load(Ordering::Relaxed);
-        loop {
-            let (p, calls, failures) = unpack(cur);
-            let (calls, failures) = if p == period {
-                (calls, failures)
-            } else {
-                (0, 0)
-            };
-            let next = pack(period, calls + 1, failures + u64::from(failed));
-            match bucket.compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Relaxed) {
-                Ok(_) => return,
-                Err(seen) => cur = seen,
-            }
-        }
-    }
-
-    /// (calls, failures) over the buckets still in the window at `now`.
-    fn totals(&self, width_ms: u64, now: u64) -> (u64, u64) {
-        let period = (now / width_ms.max(1)) as u32;
-        self.buckets
-            .iter()
-            .map(|b| unpack(b.load(Ordering::Relaxed)))
-            .filter(|(p, _, _)| (period.wrapping_sub(*p) as usize) < BUCKETS)
-            .fold((0, 0), |(c, f), (_, calls, fails)| (c + calls, f + fails))
-    }
-
-    fn clear(&self) {
-        for b in &self.buckets {
-            b.store(0, Ordering::Relaxed);
-        }
-    }
-}
 
 /// One route's breaker: shared, reload-surviving.
 #[derive(Debug)]

@@ -1,6 +1,7 @@
 //! Unit tests of backend-call resilience: the per-route circuit breaker and its window, the
 //! concurrency limit, and retry verdicts and delays. Test-only code.
 
+use super::window::{pack, unpack};
 use super::*;
 
 fn unique(name: &str) -> String {
