@@ -258,16 +258,8 @@ pub async fn serve(
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
-            accepted = listener.accept() => {
-                let (stream, peer) = match accepted {
-                    Ok(s) => s,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "facade accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                let Ok(slot) = gate.admit(peer.ip()) else { continue };
+            accepted = gate.accept(&listener) => {
+                let (stream, _, slot) = accepted;
                 let _ = stream.set_nodelay(true);
                 let (stream, slot) = gate.watch(stream, slot);
                 let facade = facade.clone();

@@ -280,19 +280,9 @@ pub async fn serve(listener: TcpListener, admin: Arc<Admin>, mut stop: watch::Re
     tokio::pin!(stopped);
     let gate = super::limits::Gate::new("admin", admin.opts.limits.clone());
     loop {
-        let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::warn!(error = %e, "admin accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
+        let (stream, _, slot) = tokio::select! {
+            accepted = gate.accept(&listener) => accepted,
             _ = &mut stopped => return,
-        };
-        let Ok(slot) = gate.admit(peer.ip()) else {
-            continue;
         };
         let (admin, gate) = (admin.clone(), gate.clone());
         tokio::spawn(async move {

@@ -165,6 +165,29 @@ impl Gate {
         crate::ops::metrics::connection_limited(self.listener, reason.label());
     }
 
+    /// The next connection this listener admits: accepts (pausing 50 ms after a failed accept,
+    /// e.g. out of file descriptors), and closes at once any that [`Gate::admit`] refuses. Every
+    /// listener accepts through this one loop. Cancel-safe, like `TcpListener::accept`.
+    pub async fn accept(
+        self: &Arc<Self>,
+        listener: &tokio::net::TcpListener,
+    ) -> (tokio::net::TcpStream, std::net::SocketAddr, Slot) {
+        loop {
+            let (stream, peer) = match listener.accept().await {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!(listener = self.listener, error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            // Over a connection cap: dropping the socket closes it.
+            if let Ok(slot) = self.admit(peer.ip()) {
+                return (stream, peer, slot);
+            }
+        }
+    }
+
     /// Admits a connection from `peer`, or says why not (the caller drops the socket, which
     /// closes it). The slot is held until the returned [`Slot`] is dropped.
     pub fn admit(self: &Arc<Self>, peer: IpAddr) -> Result<Slot, Reason> {

@@ -32,17 +32,7 @@ pub async fn serve(
 ) {
     let gate = Gate::new("webhook", limits);
     loop {
-        let (stream, peer) = match listener.accept().await {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::warn!(error = %e, "webhook listener: accept failed");
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let Ok(slot) = gate.admit(peer.ip()) else {
-            continue;
-        };
+        let (stream, _, slot) = gate.accept(&listener).await;
         let (ingress, core, gate) = (ingress.clone(), core.clone(), gate.clone());
         tokio::spawn(async move {
             let svc = hyper::service::service_fn(

@@ -393,17 +393,8 @@ pub async fn serve(
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
-            accepted = listener.accept() => {
-                let (stream, peer) = match accepted {
-                    Ok(s) => s,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                // Over a connection cap: dropping the socket closes it.
-                let Ok(slot) = gate.admit(peer.ip()) else { continue };
+            accepted = gate.accept(&listener) => {
+                let (stream, peer, slot) = accepted;
                 let _ = stream.set_nodelay(true);
                 let tls = server.opts.tls.clone();
                 let server = server.clone();
