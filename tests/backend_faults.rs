@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{call, fixture_with_backend, gateway, keyed};
+use common::{call, fixture_with_backend, gateway, keyed, one_connection_client};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -121,10 +121,7 @@ async fn gateway_on_backend() -> (portico::app::Running, Arc<Hits>, reqwest::Cli
     let (addr, hits) = backend().await;
     let dir = fixture_with_backend("gateway", &addr);
     let g = gateway(&[dir.join("usp.yaml")]).await;
-    let c = reqwest::Client::builder()
-        .timeout(Duration::from_secs(20)) // failure guard only
-        .build()
-        .unwrap();
+    let c = one_connection_client();
     let url = g.mcp_url();
     (g, hits, c, url)
 }

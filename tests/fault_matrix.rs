@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{call, fixture_with_backend, gateway, keyed};
+use common::{call, fixture_with_backend, gateway, keyed, one_connection_client};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -308,10 +308,7 @@ async fn portico_to(backend: &str) -> (portico::app::Running, String, reqwest::C
     let dir = fixture_with_backend("gateway", backend);
     let g = gateway(&[dir.join("usp.yaml")]).await;
     let url = g.mcp_url();
-    let c = reqwest::Client::builder()
-        .timeout(Duration::from_secs(20)) // failure guard only
-        .build()
-        .unwrap();
+    let c = one_connection_client();
     (g, url, c)
 }
 

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{call, fixture_with_backend, gateway};
+use common::{call, fixture_with_backend, gateway, one_connection_client};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -290,10 +290,8 @@ async fn faults_for(binding: &str) {
     std::fs::write(&file, text).unwrap();
     let g = gateway(&[dir.join(format!("{binding}.yaml"))]).await;
     let url = g.mcp_url();
-    let c = reqwest::Client::builder()
-        .timeout(Duration::from_secs(20)) // failure guard only
-        .build()
-        .unwrap();
+    // Every call on one connection, so each meets the backend connection the last one left.
+    let c = one_connection_client();
     next_call_succeeds(&c, &url, binding, "start").await;
     // A pooled connection the backend closed while idle is not used for the next call.
     let (tool, args) = call_args(binding, "ok_close");

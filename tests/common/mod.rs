@@ -159,13 +159,17 @@ fn autonym(what: &str) -> Response<Full<Bytes>> {
     }
 }
 
-/// Waits (bounded, 2.5 s, since a loaded machine can take over a second to notice the closed
-/// connection) until the backend saw a `/slow` handler dropped; returns how many were. A handler
-/// that is not dropped finishes and is never counted, so a longer wait cannot make a test pass.
+/// Waits until the backend saw a `/slow` handler dropped, or one more finish than when the wait
+/// began; returns how many were dropped. A handler that is not dropped finishes (its `ms` is the
+/// test's own) and ends the wait with none counted, so the wait can be long without letting a
+/// test pass: a loaded machine can take seconds to notice the closed connection. Bounded at 20 s
+/// against a backend that hangs.
 pub async fn wait_abandoned(seen: &Seen) -> usize {
-    for _ in 0..100 {
+    let finished_before = seen.completed.load(Ordering::SeqCst);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::time::Instant::now() < deadline {
         let n = seen.abandoned.load(Ordering::SeqCst);
-        if n > 0 {
+        if n > 0 || seen.completed.load(Ordering::SeqCst) > finished_before {
             return n;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
@@ -345,6 +349,19 @@ pub fn modern(
         rb = rb.header("mcp-name", name);
     }
     rb.body(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string())
+}
+
+/// An MCP client that carries every call on one HTTP/2 connection to portico, so every call
+/// runs on the connection shard that owns it and meets the backend connections earlier calls
+/// left idle in that shard's pool. (An HTTP/1.1 client opens a second connection when the first
+/// is not back in its own pool yet; that one may land on another shard, whose idle list is
+/// empty, and a test would see a fresh backend connection where it means a reused one.)
+pub fn one_connection_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .timeout(Duration::from_secs(20)) // failure guard only
+        .build()
+        .unwrap()
 }
 
 /// `tools/call` at 2026-07-28.
