@@ -101,6 +101,11 @@ pub async fn start_with(
 ) -> std::io::Result<Running> {
     crate::ops::metrics::install();
     crate::ops::metrics::started(gateway.tools.len());
+    if crate::translate::minted::is_seeded() {
+        tracing::warn!(
+            "PORTICO_SEED is set: `$meta.request_id`, `$meta.uuid` and `$meta.now` are predictable; use it for tests and dry runs only"
+        );
+    }
     let listener = TcpListener::bind(addr).await?;
     let addr = listener.local_addr()?;
     let admin_listener = match ops.admin {

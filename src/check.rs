@@ -11,6 +11,8 @@ pub struct Report {
     pub diagnostics: Vec<Diagnostic>,
     pub tools: usize,
     pub files: usize,
+    /// What the served surface changes of the published files (request variants), one line each.
+    pub overrides: Vec<String>,
 }
 
 impl Report {
@@ -80,6 +82,7 @@ pub fn run(paths: &[PathBuf]) -> Report {
         .into_iter()
         .partition(|p| p.is_file() && crate::facade::config::is_facade_file(p));
     let mut diagnostics = Vec::new();
+    let mut overrides = Vec::new();
     let mut tools = 0;
     let mut files = docs.len();
     // Facade mappings (reverse path), given or inside the given folders.
@@ -106,6 +109,18 @@ pub fn run(paths: &[PathBuf]) -> Report {
             Ok(g) => {
                 tools += g.tools.len();
                 diagnostics.extend(g.warnings);
+                let mut names: Vec<&String> = g.tools.keys().collect();
+                names.sort();
+                for name in names {
+                    if let Some((op, changed)) =
+                        g.tools.get(name).and_then(|t| t.request_variant.as_ref())
+                    {
+                        overrides.push(format!(
+                            "tool `{name}` serves the `{op}` request variant of its params ({changed} propert{} changed by `ucp_request`; `request_variant: none` serves them as published)",
+                            if *changed == 1 { "y" } else { "ies" }
+                        ));
+                    }
+                }
             }
             Err(ds) => diagnostics.extend(ds),
         }
@@ -114,5 +129,6 @@ pub fn run(paths: &[PathBuf]) -> Report {
         diagnostics,
         tools,
         files,
+        overrides,
     }
 }

@@ -173,10 +173,19 @@ async fn run(tool: &Tool, args: Value) -> Reply {
                 idempotency::Claim::Run(leader) => Some(leader),
                 idempotency::Claim::Replay(reply) => return reply,
                 idempotency::Claim::Conflict => {
-                    let f = Failure::new(
+                    let mut f = Failure::new(
                         FailureKind::Conflict,
-                        "this idempotency key was already used with different arguments",
+                        "this idempotency key was already used for another operation (other arguments, or another tool)",
                     );
+                    // The bindings that name the case (USP, UCP, autonym) answer with that code.
+                    if tool
+                        .business
+                        .binding
+                        .error_code("idempotency_conflict")
+                        .is_some()
+                    {
+                        f = f.with_code("idempotency_conflict");
+                    }
                     return reply_for(tool, &call, Outcome::Failure(f));
                 }
                 idempotency::Claim::Unavailable(why) => {
@@ -286,9 +295,18 @@ pub fn prepare(tool: &Tool, args: Value) -> Result<Call, Reply> {
         return Err(binding.render_failure(binding.invalid_arguments(detail), &ctx));
     }
     let mut args = args;
-    let meta = binding
+    let mut meta = binding
         .extract(&mut args)
         .map_err(|f| binding.render_failure(f, &ctx))?;
+    // Minted only where something reads them: a transform naming `$meta`, or UCP's request id.
+    if tool.meta_used {
+        meta.minted = Some(crate::translate::minted::mint());
+    } else if binding.kind == crate::binding::Kind::Ucp {
+        meta.minted = Some(crate::model::Minted {
+            request_id: crate::translate::minted::uuid(),
+            ..Default::default()
+        });
+    }
     if tool.idempotency_required && meta.idempotency_key.is_none() {
         let f = binding.invalid_arguments(format!("`{}` requires an idempotency key", tool.name));
         return Err(binding.render_failure(f, &ctx));

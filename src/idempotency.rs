@@ -1,10 +1,12 @@
 //! The gateway's idempotency store: a replayed key with the same arguments gets the stored answer.
 //! It never sends two calls with one key to the backend at once, and never keeps a transient failure.
 //!
-//! Scope: backend + business + tool + key, for 24 hours (USP §9.1.1, UCP idempotency), in this
+//! Scope: backend + business + key, for 24 hours (USP §9.1.1, UCP idempotency), in this
 //! process or, with `--state redis://...`, in Redis for every replica (`crate::state::idempotency`);
-//! the backend's base URL is part of it because it is the system of record.
-//! Arguments are compared in a canonical form (object keys sorted), metadata excluded.
+//! the backend's base URL is part of it because it is the system of record. A key names one
+//! operation: reused by another tool of the business, or with other arguments, it conflicts.
+//! The tool and its arguments are compared in a canonical form (object keys sorted), metadata
+//! excluded.
 //!
 //! The in-memory store is bounded twice: at most [`CAPACITY`] keys and a byte budget
 //! (`--idempotency-bytes`, default [`DEFAULT_BUDGET`]) counted from the stored answers' JSON
@@ -258,10 +260,10 @@ pub(crate) fn canonical(v: &Value) -> String {
 }
 
 /// Claims `key` for a call of `tool` (of `business`, served by `backend`) with `args`; waits
-/// while a duplicate runs.
+/// while a duplicate runs. The key is the business's: the same key on another tool conflicts.
 pub async fn claim(backend: &str, business: &str, tool: &str, key: &str, args: &Value) -> Claim {
-    let id = format!("{backend}\u{0}{business}\u{0}{tool}\u{0}{key}");
-    let args = canonical(args);
+    let id = format!("{backend}\u{0}{business}\u{0}{key}");
+    let args = format!("{tool}\u{0}{}", canonical(args));
     if let Some(state) = crate::state::shared() {
         use crate::state::idempotency::{SharedClaim, claim as shared_claim};
         // In a task of its own: the Redis client's futures are not `Sync`, and a streamed

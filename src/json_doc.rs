@@ -90,6 +90,31 @@ pub fn remove<'a>(m: &mut Members<'a>, k: &str) -> Option<Doc<'a>> {
     Some(m.remove(i).1)
 }
 
+/// Drops every `null` member of every object inside `v` (array items stay, `null` ones too:
+/// their place in the array means something).
+pub fn drop_null_members(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.retain(|_, v| !v.is_null());
+            m.values_mut().for_each(drop_null_members);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_null_members),
+        _ => {}
+    }
+}
+
+/// [`drop_null_members`] on a [`Doc`].
+pub fn drop_null_members_doc(v: &mut Doc<'_>) {
+    match v {
+        Doc::Obj(m) => {
+            m.retain(|(_, v)| !matches!(v, Doc::Null));
+            m.iter_mut().for_each(|(_, v)| drop_null_members_doc(v));
+        }
+        Doc::Arr(items) => items.iter_mut().for_each(drop_null_members_doc),
+        _ => {}
+    }
+}
+
 /// Sorts members read in document order and drops all but the last of each repeated key
 /// (serde_json keeps the last value of a repeated key).
 pub fn sort_members(m: &mut Members<'_>) {

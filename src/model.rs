@@ -16,6 +16,17 @@ pub struct Meta {
     pub if_match: Option<String>,
     /// Presented credentials (kept opaque here; verified by the security layer).
     pub authorization: Option<Value>,
+    /// Values minted for this call, when a transform or the binding reads them.
+    pub minted: Option<Minted>,
+}
+
+/// Values minted once per call: a request id (sent by bindings that send one), a fresh UUID and
+/// the time the call started (RFC 3339, UTC).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Minted {
+    pub request_id: String,
+    pub uuid: String,
+    pub now: String,
 }
 
 /// One tool invocation, independent of the edge it arrived on.

@@ -68,6 +68,38 @@ async fn a_replay_gets_the_stored_answer_and_a_reuse_with_other_arguments_confli
 }
 
 #[tokio::test]
+async fn a_key_names_one_operation_of_the_business_not_one_per_tool() {
+    let (g, seen, c, url) = setup().await;
+    let first = call(
+        &c,
+        &url,
+        "echo_post",
+        keyed(json!({"name": "x"}), "idem-cross"),
+    )
+    .await;
+    assert!(first.body.get("result").is_some(), "{}", first.text);
+    let before = hits(&seen);
+    // The same key on another tool of the business, even with fitting arguments: a conflict,
+    // and no backend call.
+    let other = call(
+        &c,
+        &url,
+        "echo_get",
+        keyed(json!({"id": "x"}), "idem-cross"),
+    )
+    .await;
+    assert_eq!(other.error_code(), Some(-32600), "{}", other.text);
+    assert_eq!(other.body["error"]["data"]["code"], "idempotency_conflict");
+    assert!(
+        other.text.contains("another tool"),
+        "the message says why: {}",
+        other.text
+    );
+    assert_eq!(hits(&seen), before);
+    g.stop().await.unwrap();
+}
+
+#[tokio::test]
 async fn concurrent_duplicates_reach_the_backend_once() {
     let (g, seen, c, url) = setup().await;
     let before = hits(&seen);

@@ -348,11 +348,15 @@ impl Binding {
                     out.push(header("if-match", &etag, "if_match")?);
                 }
                 if self.kind == Kind::Ucp {
-                    out.push(header(
-                        "request-id",
-                        &uuid::Uuid::new_v4().to_string(),
-                        "request id",
-                    )?);
+                    let fresh;
+                    let id = match &meta.minted {
+                        Some(m) => m.request_id.as_str(),
+                        None => {
+                            fresh = uuid::Uuid::new_v4().to_string();
+                            fresh.as_str()
+                        }
+                    };
+                    out.push(header("request-id", id, "request id")?);
                 }
             }
             Kind::Plain | Kind::Autonym => {}

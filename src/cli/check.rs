@@ -13,6 +13,9 @@ pub fn check(args: CheckArgs) -> ExitCode {
     for d in &report.diagnostics {
         eprintln!("{d}");
     }
+    for o in &report.overrides {
+        eprintln!("note: {o}");
+    }
     let failed = report.has_errors() || (strict && !report.diagnostics.is_empty());
     if failed {
         let n = report.diagnostics.iter().filter(|d| d.is_error()).count();

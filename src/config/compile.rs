@@ -362,6 +362,26 @@ fn compile_file(
         Kind::Usp | Kind::Ucp if !doc.version.is_empty() => doc.version.clone(),
         _ => String::new(),
     });
+    // Every USP and UCP result names the protocol version; an empty one breaks the schemas'
+    // version pattern in every answer, so it is refused here rather than served.
+    if matches!(kind, Kind::Usp | Kind::Ucp) && version.trim().is_empty() {
+        let root = if kind == Kind::Usp { "usp" } else { "ucp" };
+        diags.push(
+            Diagnostic::error(
+                file,
+                format!(
+                    "the `{root}.version` of every result would be empty: `protocol.version` is not set and the OpenRPC document has no `info.version`"
+                ),
+            )
+            .line(at(&["protocol", "version"]).or_else(|| at(&["binding"])))
+            .at("protocol.version")
+            .hint(format!(
+                "set the protocol version the business speaks, e.g. `protocol: {{ version: \"2026-01-11\" }}`; the published {} files do not always carry one",
+                root.to_ascii_uppercase()
+            )),
+        );
+        return None;
+    }
     let binding = Binding {
         kind,
         version,

@@ -3,7 +3,7 @@
 
 use super::business::Business;
 use super::diag::{Diagnostic, jq_error_place, locate_yaml};
-use super::mapping::{OutcomeSpec, ToolSpec};
+use super::mapping::{OutcomeSpec, OutcomeSpecs, ToolSpec};
 use super::openrpc::{self, Document};
 use super::schema::{Bundler, Sources, Unresolved};
 use super::surface;
@@ -85,13 +85,13 @@ pub(super) fn compile_outcomes(
     file: &Path,
     text: &str,
     prefix: &[&str],
-    specs: &IndexMap<String, OutcomeSpec>,
+    specs: &IndexMap<String, OutcomeSpecs>,
     binding: &Binding,
     defs: Option<&str>,
     diags: &mut Vec<Diagnostic>,
-) -> HashMap<StatusKey, OutcomeRule> {
+) -> HashMap<StatusKey, Vec<OutcomeRule>> {
     let mut out = HashMap::new();
-    for (key, spec) in specs {
+    for (key, specs) in specs {
         let mut path: Vec<&str> = prefix.to_vec();
         path.push(key);
         let line = locate_yaml(text, &path);
@@ -115,99 +115,166 @@ pub(super) fn compile_outcomes(
             );
             continue;
         };
-        let chosen = [
-            spec.business.is_some(),
-            spec.error.is_some(),
-            spec.tool_error == Some(true),
-            spec.success == Some(true),
-        ]
-        .iter()
-        .filter(|b| **b)
-        .count();
-        if chosen != 1 {
+        let listed = matches!(specs, OutcomeSpecs::Many(_));
+        let rules = specs.rules();
+        if rules.is_empty() {
             diags.push(
-                Diagnostic::error(file, "an outcome needs exactly one of `business`, `error`, `tool_error: true`, `success: true`")
+                Diagnostic::error(file, format!("`{key}` has an empty list of outcomes"))
                     .line(line)
-                    .at(at),
+                    .at(at)
+                    .hint("give one outcome, or remove the status"),
             );
             continue;
         }
-        let rule = if let Some(b) = &spec.business {
-            Rule::Business(b.clone())
-        } else if let Some(e) = &spec.error {
-            if binding.error_code(e).is_none() {
-                let known: Vec<&str> = binding.errors().iter().map(|e| e.slug).collect();
+        let mut compiled = Vec::with_capacity(rules.len());
+        for (i, spec) in rules.iter().enumerate() {
+            let (at, line) = if listed {
+                let item = line.map(|l| super::diag::locate_yaml_item(text, l, i));
+                (format!("{at}[{i}]"), item)
+            } else {
+                (at.clone(), line)
+            };
+            if spec.when.is_none() && i + 1 < rules.len() {
                 diags.push(
                     Diagnostic::error(
                         file,
                         format!(
-                            "`{e}` is not an error code of the {} binding",
-                            binding.kind.name()
+                            "outcome {i} of `{key}` has no `when`, so the {} after it can never apply",
+                            if rules.len() - i - 1 == 1 { "rule" } else { "rules" }
                         ),
                     )
                     .line(line)
-                    .at(format!("{at}.error"))
-                    .hint(format!("use one of: {}", known.join(", "))),
+                    .at(at.clone())
+                    .hint("give it a `when:` predicate, or move it to the end of the list as the fallback"),
                 );
-                continue;
             }
-            Rule::Error(e.clone())
-        } else if spec.tool_error == Some(true) {
-            Rule::ToolError
-        } else {
-            Rule::Success
-        };
-        if spec.code_from.is_some() && spec.business.is_none() {
-            diags.push(
-                Diagnostic::error(file, "`code_from` only applies to `business` outcomes")
-                    .line(line)
-                    .at(format!("{at}.code_from")),
-            );
-            continue;
+            if let Some(rule) =
+                compile_outcome(file, text, &path, &at, line, spec, binding, defs, diags)
+            {
+                compiled.push(rule);
+            }
         }
-        let mut jq =
-            |field: &str, src: &Option<String>| match src {
-                Some(src) => match Transform::compile_with(defs, src) {
-                    Ok(t) => Ok(Some(t)),
-                    Err(e) => {
-                        let mut key = path.clone();
-                        key.push(field);
-                        let (line, place) =
-                            jq_error_place(text, locate_yaml(text, &key), src, e.offset);
-                        diags.push(
-                            Diagnostic::error(file, format!("{field}: {}", e.message))
-                                .line(line)
-                                .at(format!("{at}.{field}"))
-                                .hint(place.unwrap_or_else(|| {
-                                    "jq syntax, e.g. `.error.message`".to_string()
-                                })),
-                        );
-                        Err(())
-                    }
-                },
-                None => Ok(None),
-            };
-        let (Ok(content_from), Ok(code_from)) = (
-            jq("content_from", &spec.content_from),
-            jq("code_from", &spec.code_from),
-        ) else {
-            continue;
-        };
-        out.insert(
-            status,
-            OutcomeRule {
-                rule,
-                content: spec.content.clone(),
-                content_from,
-                code_from,
-                severity: spec
-                    .severity
-                    .clone()
-                    .unwrap_or_else(|| "recoverable".into()),
-            },
-        );
+        if compiled.len() == rules.len() {
+            out.insert(status, compiled);
+        }
     }
     out
+}
+
+/// One outcome rule of a status (`at`: where it sits, for messages).
+#[allow(clippy::too_many_arguments)]
+fn compile_outcome(
+    file: &Path,
+    text: &str,
+    path: &[&str],
+    at: &str,
+    line: Option<usize>,
+    spec: &OutcomeSpec,
+    binding: &Binding,
+    defs: Option<&str>,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<OutcomeRule> {
+    let chosen = [
+        spec.business.is_some(),
+        spec.error.is_some(),
+        spec.tool_error == Some(true),
+        spec.success == Some(true),
+    ]
+    .iter()
+    .filter(|b| **b)
+    .count();
+    if chosen != 1 {
+        diags.push(
+            Diagnostic::error(file, "an outcome needs exactly one of `business`, `error`, `tool_error: true`, `success: true`")
+                .line(line)
+                .at(at),
+        );
+        return None;
+    }
+    let rule = if let Some(b) = &spec.business {
+        Rule::Business(b.clone())
+    } else if let Some(e) = &spec.error {
+        if binding.error_code(e).is_none() {
+            let known: Vec<&str> = binding.errors().iter().map(|e| e.slug).collect();
+            diags.push(
+                Diagnostic::error(
+                    file,
+                    format!(
+                        "`{e}` is not an error code of the {} binding",
+                        binding.kind.name()
+                    ),
+                )
+                .line(line)
+                .at(format!("{at}.error"))
+                .hint(format!("use one of: {}", known.join(", "))),
+            );
+            return None;
+        }
+        Rule::Error(e.clone())
+    } else if spec.tool_error == Some(true) {
+        Rule::ToolError
+    } else {
+        Rule::Success
+    };
+    for (field, set) in [
+        ("code_from", spec.code_from.is_some()),
+        ("severity_from", spec.severity_from.is_some()),
+        ("with_result", spec.with_result == Some(true)),
+    ] {
+        if set && spec.business.is_none() {
+            diags.push(
+                Diagnostic::error(
+                    file,
+                    format!("`{field}` only applies to `business` outcomes"),
+                )
+                .line(line)
+                .at(format!("{at}.{field}")),
+            );
+            return None;
+        }
+    }
+    let mut failed = false;
+    let mut jq = |field: &str, src: &Option<String>| match src {
+        Some(src) => match Transform::compile_with(defs, src) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                let mut key = path.to_vec();
+                key.push(field);
+                let (line, place) = jq_error_place(text, locate_yaml(text, &key), src, e.offset);
+                diags.push(
+                    Diagnostic::error(file, format!("{field}: {}", e.message))
+                        .line(line)
+                        .at(format!("{at}.{field}"))
+                        .hint(
+                            place.unwrap_or_else(|| "jq syntax, e.g. `.error.message`".to_string()),
+                        ),
+                );
+                failed = true;
+                None
+            }
+        },
+        None => None,
+    };
+    let content_from = jq("content_from", &spec.content_from);
+    let code_from = jq("code_from", &spec.code_from);
+    let severity_from = jq("severity_from", &spec.severity_from);
+    let when = jq("when", &spec.when);
+    if failed {
+        return None;
+    }
+    Some(OutcomeRule {
+        rule,
+        content: spec.content.clone(),
+        content_from,
+        code_from,
+        severity: spec
+            .severity
+            .clone()
+            .unwrap_or_else(|| "recoverable".into()),
+        severity_from,
+        when,
+        with_result: spec.with_result == Some(true),
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -220,7 +287,7 @@ pub(super) fn compile_tool(
     doc: &Document,
     sources: &mut Sources,
     business: &Arc<Business>,
-    business_outcomes: &HashMap<StatusKey, OutcomeRule>,
+    business_outcomes: &HashMap<StatusKey, Vec<OutcomeRule>>,
     ref_error: bool,
     defs: Option<&str>,
     diags: &mut Vec<Diagnostic>,
@@ -320,6 +387,48 @@ pub(super) fn compile_tool(
                     .line(at("headers"))
                     .at(here("headers")),
             ),
+        }
+    }
+    // An idempotency key built from the arguments alone is the same for two identical calls
+    // that mean two operations: the backend answers the second with the first's result.
+    let keyed_places = ts
+        .headers
+        .iter()
+        .map(|(k, src)| ("headers", k.as_str(), src.as_str()))
+        .chain(
+            ts.query
+                .iter()
+                .map(|(k, src)| ("query", k.as_str(), src.as_str())),
+        )
+        .filter(|(_, k, _)| names_idempotency_key(k))
+        .chain(
+            ts.body
+                .as_deref()
+                .filter(|src| names_idempotency_key(src))
+                .map(|src| ("body", "", src)),
+        );
+    for (section, key, src) in keyed_places {
+        if !src.contains("$meta") {
+            let field = if key.is_empty() {
+                section.to_string()
+            } else {
+                format!("{section}.{key}")
+            };
+            let mut place = vec!["tools", name, section];
+            if !key.is_empty() {
+                place.push(key);
+            }
+            diags.push(
+                Diagnostic::warning(
+                    file,
+                    format!(
+                        "`{field}` derives an idempotency key from the arguments only: two identical calls that mean two operations send the same key, and the backend answers the second with the first one's result"
+                    ),
+                )
+                .line(locate_yaml(text, &place))
+                .at(here(&field))
+                .hint("use `$meta.idempotency_key` (the caller's key) or `$meta.uuid` (fresh per call)"),
+            );
         }
     }
     let body = ts.body.as_deref().and_then(|s| jq("body", s, diags));
@@ -454,8 +563,21 @@ pub(super) fn compile_tool(
     if !required.is_empty() {
         input.insert("required".into(), Value::Array(required));
     }
-    let (input_schema, unresolved) = bundler.finish(Value::Object(input));
+    let (mut input_schema, unresolved) = bundler.finish(Value::Object(input));
     report_unresolved(unresolved, doc, name, ref_error, file, diags);
+    // A response-shaped param schema with `ucp_request` annotations: serve this operation's
+    // request variant of it.
+    let operation = match ts.request_variant.as_deref() {
+        Some("none") => None,
+        Some(op) => Some(op),
+        None => super::request_variant::annotated(&input_schema)
+            .then(|| name.split('_').next())
+            .flatten(),
+    };
+    let request_variant = operation.map(|op| {
+        let changed = super::request_variant::apply(&mut input_schema, op);
+        (op.to_string(), changed)
+    });
 
     let output_schema = match &method.result {
         None => None,
@@ -608,5 +730,15 @@ pub(super) fn compile_tool(
         content,
         ask,
         meta_used,
+        drop_nulls: ts.drop_nulls,
+        request_variant,
     })
+}
+
+/// Whether `text` (a header or query name, or a body program) names an idempotency key.
+fn names_idempotency_key(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    ["idempotency-key", "idempotency_key", "idempotencykey"]
+        .iter()
+        .any(|k| lower.contains(k))
 }

@@ -132,6 +132,40 @@ pub fn locate_yaml(text: &str, path: &[&str]) -> Option<usize> {
     found
 }
 
+/// The line of item `index` of the block sequence under the key on line `key_line` (1-based),
+/// or `key_line` itself when the sequence is written another way (a flow `[...]`).
+pub fn locate_yaml_item(text: &str, key_line: usize, index: usize) -> usize {
+    let lines: Vec<&str> = text.lines().collect();
+    let Some(key) = lines.get(key_line.wrapping_sub(1)) else {
+        return key_line;
+    };
+    let key_indent = key.len() - key.trim_start().len();
+    let mut item_indent = None;
+    let mut seen = 0;
+    for (i, line) in lines.iter().enumerate().skip(key_line) {
+        let trimmed = line.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let indent = line.len() - trimmed.len();
+        if indent < key_indent || (indent == key_indent && !trimmed.starts_with('-')) {
+            break;
+        }
+        if trimmed == "-" || trimmed.starts_with("- ") {
+            match item_indent {
+                None => item_indent = Some(indent),
+                Some(at) if at != indent => continue,
+                Some(_) => {}
+            }
+            if seen == index {
+                return i + 1;
+            }
+            seen += 1;
+        }
+    }
+    key_line
+}
+
 /// Finds the line where a JSON pointer's target starts in a pretty-printed JSON text (best effort:
 /// follows object keys in order; array indices are counted by their opening lines).
 pub fn locate_json(text: &str, pointer: &str) -> Option<usize> {
@@ -229,6 +263,29 @@ mod tests {
     use super::*;
 
     const YAML: &str = "business: spa\ntools:\n  # comment\n  book:\n    http: POST /x\n    body: .a\n  get:\n    http: GET /y\n";
+
+    #[test]
+    fn locates_sequence_items() {
+        let y = "outcomes:\n  409:\n    - when: .a\n      error: x\n    # c\n    - business: b\n      list:\n        - nested\n  400:\n  - business: c\n  flow: [1, 2]\n";
+        assert_eq!(locate_yaml_item(y, 2, 0), 3);
+        assert_eq!(
+            locate_yaml_item(y, 2, 1),
+            6,
+            "comments and nested items skipped"
+        );
+        assert_eq!(locate_yaml_item(y, 2, 2), 2, "no such item: the key's line");
+        assert_eq!(
+            locate_yaml_item(y, 9, 0),
+            10,
+            "items at the key's own indent"
+        );
+        assert_eq!(
+            locate_yaml_item(y, 11, 0),
+            11,
+            "a flow sequence: the key's line"
+        );
+        assert_eq!(locate_yaml_item(y, 99, 0), 99);
+    }
 
     #[test]
     fn locates_nested_keys() {

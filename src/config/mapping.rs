@@ -30,7 +30,7 @@ pub struct MappingFile {
     pub protocol: ProtocolSpec,
     /// HTTP status -> outcome overrides for every tool of this business.
     #[serde(default)]
-    pub outcomes: IndexMap<String, OutcomeSpec>,
+    pub outcomes: IndexMap<String, OutcomeSpecs>,
     /// Tool name (an OpenRPC method) -> REST call.
     pub tools: IndexMap<String, ToolSpec>,
     /// Resource URI, or URI template with `{var}`s -> REST GET (`resources/*`).
@@ -251,6 +251,14 @@ pub struct ToolSpec {
     /// jq expression turning the backend's 2xx body into the protocol payload.
     #[serde(default)]
     pub result: Option<String>,
+    /// Drops `null` object members from the success payload, at every depth.
+    #[serde(default)]
+    pub drop_nulls: bool,
+    /// The operation whose request variant of the params' schemas is served (`ucp_request`
+    /// annotations); default: the word before the first `_` of the tool's name; `none`: the
+    /// schemas as published.
+    #[serde(default)]
+    pub request_variant: Option<String>,
     /// jq expression over a 2xx body that yields `messages[]` when the backend reported a
     /// business failure in a success status (e.g. `200 {"errors": [...]}`), else null/empty.
     #[serde(default)]
@@ -260,7 +268,7 @@ pub struct ToolSpec {
     pub summary: Option<String>,
     /// HTTP status -> outcome overrides for this tool.
     #[serde(default)]
-    pub outcomes: IndexMap<String, OutcomeSpec>,
+    pub outcomes: IndexMap<String, OutcomeSpecs>,
     /// UCP: capability announced for this tool.
     #[serde(default)]
     pub capability: Option<String>,
@@ -435,4 +443,62 @@ pub struct OutcomeSpec {
     /// Business message severity (default `recoverable`).
     #[serde(default)]
     pub severity: Option<String>,
+    /// With `business`: jq expression over the backend body giving the severity (used when it
+    /// yields a string; `severity` is the fallback).
+    #[serde(default)]
+    pub severity_from: Option<String>,
+    /// jq predicate over the backend body: the rule applies only when it yields neither `null`
+    /// nor `false`. Rules of one status are tried in order; the first that applies wins.
+    #[serde(default)]
+    pub when: Option<String>,
+    /// With `business`: the outcome carries the resource, the tool's `result` program run over
+    /// the backend body (an object), beside `messages[]`.
+    #[serde(default)]
+    pub with_result: Option<bool>,
+}
+
+/// The rules of one status: one rule, or a list tried in order (first match wins).
+#[derive(Debug, Clone, PartialEq)]
+pub enum OutcomeSpecs {
+    One(OutcomeSpec),
+    Many(Vec<OutcomeSpec>),
+}
+
+/// A map is one rule, a sequence a list of them; each rule keeps the field-level messages of
+/// `OutcomeSpec` (an untagged enum would replace them with "did not match any variant").
+impl<'de> Deserialize<'de> for OutcomeSpecs {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Specs;
+        impl<'de> serde::de::Visitor<'de> for Specs {
+            type Value = OutcomeSpecs;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an outcome (a map) or a list of outcomes tried in order")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                a: A,
+            ) -> Result<OutcomeSpecs, A::Error> {
+                OutcomeSpec::deserialize(serde::de::value::MapAccessDeserializer::new(a))
+                    .map(OutcomeSpecs::One)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                a: A,
+            ) -> Result<OutcomeSpecs, A::Error> {
+                Vec::<OutcomeSpec>::deserialize(serde::de::value::SeqAccessDeserializer::new(a))
+                    .map(OutcomeSpecs::Many)
+            }
+        }
+        d.deserialize_any(Specs)
+    }
+}
+
+impl OutcomeSpecs {
+    /// The rules in the order they are tried.
+    pub fn rules(&self) -> &[OutcomeSpec] {
+        match self {
+            OutcomeSpecs::One(s) => std::slice::from_ref(s),
+            OutcomeSpecs::Many(v) => v,
+        }
+    }
 }

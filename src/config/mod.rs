@@ -10,6 +10,7 @@ pub mod diag;
 pub mod kind;
 pub mod mapping;
 pub mod openrpc;
+pub mod request_variant;
 pub mod schema;
 pub mod surface;
 pub mod tool;

@@ -5,7 +5,7 @@ use super::business::Business;
 use crate::binding::Rule;
 use crate::translate::content::ContentRule;
 use crate::translate::path::PathTemplate;
-use crate::translate::transform::Transform;
+use crate::translate::transform::{Transform, Vars3};
 use http::{HeaderName, Method};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -21,6 +21,28 @@ pub struct OutcomeRule {
     pub content_from: Option<Transform>,
     pub code_from: Option<Transform>,
     pub severity: String,
+    /// With `business`: the severity from the backend body (`severity` is the fallback).
+    pub severity_from: Option<Transform>,
+    /// The predicate over the backend body that must hold for this rule to apply.
+    pub when: Option<Transform>,
+    /// With `business`: carry the tool's `result` over the body beside `messages[]`.
+    pub with_result: bool,
+}
+
+impl OutcomeRule {
+    /// The binding's own meaning of a status, with no text or predicates of the mapping's.
+    fn default_for(rule: Rule) -> OutcomeRule {
+        OutcomeRule {
+            rule,
+            content: None,
+            content_from: None,
+            code_from: None,
+            severity: "recoverable".into(),
+            severity_from: None,
+            when: None,
+            with_result: false,
+        }
+    }
 }
 
 /// Status keys: an exact code or a class (`4xx`).
@@ -78,7 +100,7 @@ pub struct Tool {
     pub result: Option<Transform>,
     pub business_messages: Option<Transform>,
     pub summary: Option<crate::translate::summary::Summary>,
-    pub(super) outcomes: HashMap<StatusKey, OutcomeRule>,
+    pub(super) outcomes: HashMap<StatusKey, Vec<OutcomeRule>>,
     pub capability: Option<String>,
     pub idempotency_required: bool,
     pub timeout: Duration,
@@ -96,6 +118,11 @@ pub struct Tool {
     pub ask: Option<Arc<super::ask::AskPlan>>,
     /// Whether any of the tool's transforms names `$meta` (`translate::request::meta_for`).
     pub meta_used: bool,
+    /// Drop `null` object members from the success payload, at every depth (`drop_nulls:`).
+    pub drop_nulls: bool,
+    /// The operation whose request variant of the params' schemas is served, and how many
+    /// properties it changed (`config::request_variant`); `None`: as published.
+    pub request_variant: Option<(String, usize)>,
 }
 
 impl fmt::Debug for Tool {
@@ -131,19 +158,37 @@ impl Tool {
     }
 
     /// The rule for a backend status: tool rules, then business rules (merged at load), then the
-    /// binding's table.
-    pub fn rule_for(&self, status: u16) -> OutcomeRule {
-        self.outcomes
-            .get(&StatusKey::Exact(status))
-            .or_else(|| self.outcomes.get(&StatusKey::Class(status / 100)))
-            .cloned()
-            .unwrap_or_else(|| OutcomeRule {
-                rule: self.business.binding.default_rule(status),
-                content: None,
-                content_from: None,
-                code_from: None,
-                severity: "recoverable".into(),
-            })
+    /// binding's table. Within a status, the first rule whose `when` holds on `body` wins; a
+    /// rule with a `when` never applies without a body (see [`Tool::rules_read_body`]).
+    pub fn rule_for(&self, status: u16, body: Option<(&Value, Vars3<'_>)>) -> OutcomeRule {
+        for key in [StatusKey::Exact(status), StatusKey::Class(status / 100)] {
+            let Some(rules) = self.outcomes.get(&key) else {
+                continue;
+            };
+            for rule in rules {
+                let applies = match (&rule.when, body) {
+                    (None, _) => true,
+                    (Some(_), None) => false,
+                    (Some(t), Some((b, vars))) => matches!(
+                        t.run(b, vars),
+                        Ok(Some(v)) if !matches!(v, Value::Null | Value::Bool(false))
+                    ),
+                };
+                if applies {
+                    return rule.clone();
+                }
+            }
+        }
+        OutcomeRule::default_for(self.business.binding.default_rule(status))
+    }
+
+    /// Whether the rule for `status` depends on the backend body (a `when` predicate).
+    pub fn rules_read_body(&self, status: u16) -> bool {
+        [StatusKey::Exact(status), StatusKey::Class(status / 100)]
+            .iter()
+            .filter_map(|k| self.outcomes.get(k))
+            .flatten()
+            .any(|r| r.when.is_some())
     }
 
     /// Every jq program of this tool, named by where it sits in the mapping.
@@ -162,21 +207,21 @@ impl Tool {
                 .iter()
                 .map(|t| ("business".to_string(), t)),
         );
-        for (key, rule) in &self.outcomes {
+        for (key, rules) in &self.outcomes {
             let key = match key {
                 StatusKey::Exact(s) => s.to_string(),
                 StatusKey::Class(c) => format!("{c}xx"),
             };
-            all.extend(
-                rule.content_from
-                    .iter()
-                    .map(|t| (format!("outcomes.{key}.content_from"), t)),
-            );
-            all.extend(
-                rule.code_from
-                    .iter()
-                    .map(|t| (format!("outcomes.{key}.code_from"), t)),
-            );
+            for rule in rules {
+                for (field, t) in [
+                    ("content_from", &rule.content_from),
+                    ("code_from", &rule.code_from),
+                    ("severity_from", &rule.severity_from),
+                    ("when", &rule.when),
+                ] {
+                    all.extend(t.iter().map(|t| (format!("outcomes.{key}.{field}"), t)));
+                }
+            }
         }
         all
     }

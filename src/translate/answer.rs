@@ -25,7 +25,10 @@ use serde_json::{Map, json};
 /// answer.
 pub fn written(tool: &Tool, call: &Call, resp: &RestResponse) -> Option<Reply> {
     let result = tool.result.as_ref()?;
-    if !matches!(tool.rule_for(resp.status).rule, Rule::Success) {
+    // Rules that read the body are the tree path's to decide.
+    if tool.rules_read_body(resp.status)
+        || !matches!(tool.rule_for(resp.status, None).rule, Rule::Success)
+    {
         return None;
     }
     let check = match &tool.output_validator {
@@ -48,9 +51,12 @@ pub fn written(tool: &Tool, call: &Call, resp: &RestResponse) -> Option<Reply> {
             Some(_) => return None,
         }
     }
-    let answer = result
+    let mut answer = result
         .run_doc_native(&body, narrow, vars)?
         .unwrap_or(Doc::Null);
+    if tool.drop_nulls {
+        json_doc::drop_null_members_doc(&mut answer);
+    }
     let binding = &tool.business.binding;
     let structured = binding.structured_doc(answer, tool.envelope.as_ref())?;
     if let (Some(check), Some(sc)) = (check, &structured)

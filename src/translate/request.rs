@@ -20,10 +20,14 @@ pub fn meta_for(tool: &Tool, call: &Call) -> Value {
 
 /// JSON view of the metadata for transforms (`$meta`).
 pub fn meta_json(call: &Call) -> Value {
+    let minted = call.meta.minted.as_ref();
     json!({
         "profile": call.meta.profile,
         "idempotency_key": call.meta.idempotency_key,
         "correlation_id": call.meta.correlation_id,
+        "request_id": minted.map(|m| m.request_id.as_str()),
+        "uuid": minted.map(|m| m.uuid.as_str()),
+        "now": minted.map(|m| m.now.as_str()),
     })
 }
 

@@ -129,12 +129,13 @@ pub fn outcome(tool: &Tool, call: &Call, resp: RestResponse) -> Outcome {
         status,
         meta: &meta,
     };
-    let rule = tool.rule_for(status);
+    // A rule with a `when` reads the body first, so that body is read as a tree.
+    let decided = (!tool.rules_read_body(status)).then(|| tool.rule_for(status, None));
     // A body the tool's programs read is read in place (its strings stay slices of it); one
     // that goes on unchanged (no programs, or an error status) is read as a tree at once.
     // `narrow`: the reader met no integer past i64 in it, so a program's answer is looked at
     // for one only when a global holds one.
-    let in_place = matches!(rule.rule, Rule::Success)
+    let in_place = matches!(decided.as_ref().map(|r| &r.rule), Some(Rule::Success))
         && (tool.result.is_some() || tool.business_messages.is_some());
     let (parsed, narrow): (Result<Body<'_>, String>, bool) =
         if resp.body.iter().all(u8::is_ascii_whitespace) {
@@ -163,6 +164,16 @@ pub fn outcome(tool: &Tool, call: &Call, resp: RestResponse) -> Outcome {
             status: Some(status),
             ..Failure::new(FailureKind::Internal, format!("mapping error: {e}"))
         })
+    };
+    let rule = match decided {
+        Some(rule) => rule,
+        None => {
+            let tree = match &parsed {
+                Ok(Body::Tree(v)) => Some(v),
+                _ => None,
+            };
+            tool.rule_for(status, tree.map(|b| (b, vars)))
+        }
     };
     match rule.rule {
         Rule::Success => {
@@ -195,13 +206,16 @@ pub fn outcome(tool: &Tool, call: &Call, resp: RestResponse) -> Outcome {
                     Err(e) => return mapping_failure(e.to_string()),
                 }
             }
-            let payload = match &tool.result {
+            let mut payload = match &tool.result {
                 Some(t) => match body.run(t, narrow, vars) {
                     Ok(v) => v.unwrap_or(Value::Null),
                     Err(e) => return mapping_failure(e.to_string()),
                 },
                 None => body.into_value(),
             };
+            if tool.drop_nulls {
+                crate::json_doc::drop_null_members(&mut payload);
+            }
             Outcome::Success { body: payload }
         }
         other => {
@@ -217,19 +231,19 @@ pub fn outcome(tool: &Tool, call: &Call, resp: RestResponse) -> Outcome {
                     Ok(b) => backend_text(b, status),
                     Err(msg) => msg.clone(),
                 });
+            let text_from = |t: &Option<super::transform::Transform>| {
+                t.as_ref()
+                    .and_then(|t| t.run(&body, vars).ok().flatten())
+                    .and_then(|v| v.as_str().map(str::to_string))
+            };
             match other {
                 Rule::Business(fallback) => Outcome::Business {
-                    body: Map::new(),
+                    body: carried(tool, rule.with_result, &body, vars),
                     messages: vec![json!({
                         "type": "error",
-                        "code": rule
-                            .code_from
-                            .as_ref()
-                            .and_then(|t| t.run(&body, vars).ok().flatten())
-                            .and_then(|v| v.as_str().map(str::to_string))
-                            .unwrap_or(fallback),
+                        "code": text_from(&rule.code_from).unwrap_or(fallback),
                         "content": content,
-                        "severity": rule.severity,
+                        "severity": text_from(&rule.severity_from).unwrap_or(rule.severity),
                     })],
                 },
                 Rule::Error(slug) => Outcome::Failure(Failure {
@@ -255,6 +269,29 @@ pub fn outcome(tool: &Tool, call: &Call, resp: RestResponse) -> Outcome {
     }
 }
 
+/// The resource a business outcome carries beside its messages (`with_result`): the tool's
+/// `result` over the backend body, or the body itself when the tool has none. Empty when the
+/// rule does not ask for it or that is not an object (the binding then answers its error shape).
+fn carried(tool: &Tool, with_result: bool, body: &Value, vars: Vars3<'_>) -> Map<String, Value> {
+    if !with_result {
+        return Map::new();
+    }
+    let value = match &tool.result {
+        Some(t) => t.run(body, vars).ok().flatten(),
+        None => Some(body.clone()),
+    };
+    match value {
+        Some(Value::Object(mut m)) => {
+            if tool.drop_nulls {
+                m.retain(|_, v| !v.is_null());
+                m.values_mut().for_each(crate::json_doc::drop_null_members);
+            }
+            m
+        }
+        _ => Map::new(),
+    }
+}
+
 /// The `content[]` of a tool with a `content` rule, for a success status. `None` when the
 /// normal path applies: the status is not a success by the tool's rules, or `media` met JSON.
 pub fn content_blocks(
@@ -263,7 +300,21 @@ pub fn content_blocks(
     call: &Call,
     resp: &RestResponse,
 ) -> Option<Result<Vec<Value>, Failure>> {
-    if !matches!(tool.rule_for(resp.status).rule, Rule::Success) {
+    let meta = super::request::meta_for(tool, call);
+    let vars = Vars3 {
+        args: &call.args,
+        status: resp.status,
+        meta: &meta,
+    };
+    let read = tool
+        .rules_read_body(resp.status)
+        .then(|| crate::json_text::from_slice(&resp.body).ok())
+        .flatten();
+    if !matches!(
+        tool.rule_for(resp.status, read.as_ref().map(|b| (b, vars)))
+            .rule,
+        Rule::Success
+    ) {
         return None;
     }
     let media = content::media_type(&resp.headers);
