@@ -310,3 +310,42 @@ async fn image_and_audio_bodies_become_base64_content_with_their_media_type() {
     gw.stop().await.expect("stopped");
     backend.abort();
 }
+
+/// A tool whose `input_schema:` is written in the mapping: tools/list serves it as written
+/// (2020-12 keywords kept), calls are checked against it, and a valid call reaches the backend.
+#[tokio::test]
+async fn a_written_input_schema_is_served_as_written_and_enforced() {
+    let (gw, backend) = conformance_gateway().await;
+    let url = gw.mcp_url();
+    let client = reqwest::Client::new();
+    let a = send(modern(&client, &url, 3, "tools/list", json!({}))).await;
+    let tool = a.result()["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["name"] == "json_schema_2020_12_tool")
+        .cloned()
+        .expect("json_schema_2020_12_tool listed");
+    let s = &tool["inputSchema"];
+    assert_eq!(s["$schema"], "https://json-schema.org/draft/2020-12/schema");
+    assert_eq!(s["$defs"]["address"]["$anchor"], "addressDef");
+    assert_eq!(s["properties"]["address"]["$ref"], "#/$defs/address");
+    assert_eq!(s["additionalProperties"], false);
+    assert!(s["allOf"][0]["anyOf"].is_array() && s["if"].is_object());
+    assert!(s["then"].is_object() && s["else"].is_object());
+
+    let ok = json!({"name": "Ada", "contactMethod": "phone", "phone": "+1 555", "address": {"city": "Oslo"}});
+    let a = call(&client, &url, "json_schema_2020_12_tool", ok.clone()).await;
+    assert!(a.result().get("isError").is_none(), "{}", a.text);
+    assert_eq!(a.sc()["received"], ok);
+    // contactMethod phone without a phone (if/then), and a member the schema does not allow.
+    for bad in [
+        json!({"name": "Ada", "contactMethod": "phone", "email": "a@example.com"}),
+        json!({"email": "a@example.com", "nickname": "A"}),
+    ] {
+        let a = call(&client, &url, "json_schema_2020_12_tool", bad.clone()).await;
+        assert_eq!(a.result()["isError"], true, "{bad}: {}", a.text);
+    }
+    gw.stop().await.expect("stopped");
+    backend.abort();
+}

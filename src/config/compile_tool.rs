@@ -456,6 +456,14 @@ pub(super) fn compile_tool(
     }
     let (input_schema, unresolved) = bundler.finish(Value::Object(input));
     report_unresolved(unresolved, doc, name, ref_error, file, diags);
+    let input_schema = match &ts.input_schema {
+        Some(written) => {
+            let line = locate_yaml(text, &["tools", name, "input_schema"]);
+            super::input_schema::check(written, file, line, &format!("tools.{name}"), diags);
+            written.clone()
+        }
+        None => input_schema,
+    };
 
     let output_schema = match &method.result {
         None => None,

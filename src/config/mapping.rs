@@ -277,6 +277,10 @@ pub struct ToolSpec {
     /// Overrides the tool description taken from the OpenRPC.
     #[serde(default)]
     pub description: Option<String>,
+    /// The whole `inputSchema`, served as written instead of the one built from the OpenRPC
+    /// params: for inputs params cannot express (`allOf`, `if`/`then`/`else`, `$defs`).
+    #[serde(default)]
+    pub input_schema: Option<serde_json::Value>,
     /// How a success body becomes MCP `content[]` (default: JSON -> structuredContent + text).
     #[serde(default)]
     pub content: Option<ContentSpec>,
