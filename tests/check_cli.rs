@@ -43,7 +43,7 @@ fn the_shipped_configuration_checks_clean() {
     ]);
     assert_eq!(code, 0, "{text}");
     // 7 business mappings and the 2 facade mappings (reverse path), whose routes are no tools.
-    assert!(text.starts_with("ok: 9 file(s), 51 tool(s)"), "{text}");
+    assert!(text.starts_with("ok: 9 file(s), 52 tool(s)"), "{text}");
 }
 
 #[test]
@@ -133,6 +133,14 @@ fn each_mistake_points_at_file_line_and_fix() {
                 "`$ref: https://example.com/a.json`",
                 "not a local reference",
                 "#/$defs/NAME",
+            ],
+        ),
+        (
+            "tools:\n  usp_bookings_get:\n    http: GET /b/{booking_id}\n    mcp_headers: { nope: 'Bad Name' }\n",
+            9,
+            &[
+                "`nope` is not a param",
+                "`Bad Name` cannot end an `Mcp-Param-` header name",
             ],
         ),
     ];

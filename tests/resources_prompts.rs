@@ -1,5 +1,6 @@
-//! Resources, prompts and media content from mappings, end to end over real HTTP: portico in
-//! front of the scriptable test backend and the conformance fixture backend, both on 127.0.0.1.
+//! Resources, prompts, media content, written input schemas and SEP-2243 param headers from
+//! mappings, end to end over real HTTP: portico in front of the scriptable test backend and the
+//! conformance fixture backend, both on 127.0.0.1.
 
 mod common;
 
@@ -345,6 +346,62 @@ async fn a_written_input_schema_is_served_as_written_and_enforced() {
     ] {
         let a = call(&client, &url, "json_schema_2020_12_tool", bad.clone()).await;
         assert_eq!(a.result()["isError"], true, "{bad}: {}", a.text);
+    }
+    gw.stop().await.expect("stopped");
+    backend.abort();
+}
+
+/// SEP-2243: `mcp_headers: { region: Region }` annotates the param `x-mcp-header: Region`; a
+/// 2026-07-28 call carries the value in `Mcp-Param-Region` too (literal or `=?base64?…?=`), and
+/// a missing, undecodable or different header is HTTP 400 with -32020 before any backend call.
+#[tokio::test]
+async fn mcp_param_headers_are_checked_against_the_arguments() {
+    let (gw, backend) = conformance_gateway().await;
+    let url = gw.mcp_url();
+    let client = reqwest::Client::new();
+    let a = send(modern(&client, &url, 3, "tools/list", json!({}))).await;
+    let tool = a.result()["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["name"] == "test_header_param")
+        .cloned()
+        .expect("test_header_param listed");
+    assert_eq!(
+        tool["inputSchema"]["properties"]["region"]["x-mcp-header"],
+        "Region"
+    );
+    let with_header = |value: Option<&str>, region: Value| {
+        let rb = modern(
+            &client,
+            &url,
+            4,
+            "tools/call",
+            json!({"name": "test_header_param", "arguments": {"region": region}}),
+        );
+        match value {
+            Some(v) => rb.header("Mcp-Param-Region", v.to_string()),
+            None => rb,
+        }
+    };
+    for (header, region) in [
+        ("=?base64?SGVsbG8=?=", "Hello"),
+        ("Hello", "Hello"),
+        ("=?base64?SGVsbG8=", "=?base64?SGVsbG8="),
+    ] {
+        let a = send(with_header(Some(header), json!(region))).await;
+        assert_eq!(a.status, 200, "{header}: {}", a.text);
+        assert_eq!(a.sc()["received"]["region"], region, "{}", a.text);
+    }
+    for header in [
+        Some("=?base64?SGVsbG8?="),
+        Some("=?base64?SGVs!!!bG8=?="),
+        Some("Bye"),
+        None,
+    ] {
+        let a = send(with_header(header, json!("Hello"))).await;
+        assert_eq!(a.status, 400, "{header:?}: {}", a.text);
+        assert_eq!(a.error_code(), Some(-32020), "{header:?}: {}", a.text);
     }
     gw.stop().await.expect("stopped");
     backend.abort();

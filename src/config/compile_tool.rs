@@ -464,6 +464,14 @@ pub(super) fn compile_tool(
         }
         None => input_schema,
     };
+    let (input_schema, mcp_headers) = super::input_schema::mcp_headers(
+        input_schema,
+        &ts.mcp_headers,
+        file,
+        locate_yaml(text, &["tools", name, "mcp_headers"]),
+        &format!("tools.{name}"),
+        diags,
+    );
 
     let output_schema = match &method.result {
         None => None,
@@ -616,5 +624,6 @@ pub(super) fn compile_tool(
         content,
         ask,
         meta_used,
+        mcp_headers,
     })
 }

@@ -1,8 +1,9 @@
-//! A tool's `input_schema:` written in the mapping: the checks it must pass before it is served
-//! as the tool's `inputSchema` (root `type: object`, local `$ref`s only).
+//! A tool's `input_schema:` written in the mapping (root `type: object`, local `$ref`s only) and
+//! its `mcp_headers:` (SEP-2243 `x-mcp-header` annotations), checked before they are served.
 //! It must never fetch or resolve a reference: a served schema names nothing outside itself.
 
 use super::diag::Diagnostic;
+use indexmap::IndexMap;
 use serde_json::Value;
 use std::path::Path;
 
@@ -57,6 +58,73 @@ fn non_local_refs(node: &Value, out: &mut Vec<String>) {
     }
 }
 
+/// Annotates the params a tool's `mcp_headers:` names with `x-mcp-header` (SEP-2243), and
+/// lists every annotated top-level property of `schema` as (argument, header name).
+pub fn mcp_headers(
+    mut schema: Value,
+    written: &IndexMap<String, String>,
+    file: &Path,
+    line: Option<usize>,
+    at: &str,
+    diags: &mut Vec<Diagnostic>,
+) -> (Value, Vec<(String, String)>) {
+    let at = format!("{at}.mcp_headers");
+    for (param, header) in written {
+        if header.is_empty()
+            || !header
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        {
+            diags.push(
+                Diagnostic::error(
+                    file,
+                    format!("`{header}` cannot end an `Mcp-Param-` header name"),
+                )
+                .line(line)
+                .at(format!("{at}.{param}"))
+                .hint("use ASCII letters, digits and `-`, e.g. `Region`"),
+            );
+        }
+        match schema.get_mut("properties").and_then(|p| p.get_mut(param)) {
+            Some(Value::Object(p)) => {
+                p.insert("x-mcp-header".into(), Value::String(header.clone()));
+            }
+            _ => diags.push(
+                Diagnostic::error(file, format!("`{param}` is not a param of the tool"))
+                    .line(line)
+                    .at(format!("{at}.{param}"))
+                    .hint("name a top-level property of the tool's inputSchema"),
+            ),
+        }
+    }
+    let list: Vec<(String, String)> = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|props| {
+            props
+                .iter()
+                .filter_map(|(k, v)| {
+                    let h = v.get("x-mcp-header").and_then(Value::as_str)?;
+                    Some((k.clone(), h.to_string()))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut names: Vec<String> = list.iter().map(|(_, h)| h.to_ascii_lowercase()).collect();
+    names.sort_unstable();
+    if names.windows(2).any(|w| w[0] == w[1]) {
+        diags.push(
+            Diagnostic::error(
+                file,
+                "two params share one `Mcp-Param-` header (names are case-insensitive)",
+            )
+            .line(line)
+            .at(at),
+        );
+    }
+    (schema, list)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,6 +138,31 @@ mod tests {
         assert!(d.is_empty(), "{d:?}");
         let bad = json!({"type": "array", "items": {"$ref": "https://example.com/s.json"}});
         check(&bad, Path::new("m.yaml"), Some(3), "tools.t", &mut d);
+        assert_eq!(d.len(), 2, "{d:?}");
+    }
+
+    #[test]
+    fn mcp_headers_annotate_params_and_are_listed() {
+        let mut d = Vec::new();
+        let schema = json!({"type": "object", "properties": {"region": {"type": "string"}, "n": {"type": "integer", "x-mcp-header": "N"}}});
+        let written: IndexMap<String, String> =
+            [("region".to_string(), "Region".to_string())].into();
+        let (s, list) = mcp_headers(
+            schema.clone(),
+            &written,
+            Path::new("m.yaml"),
+            None,
+            "tools.t",
+            &mut d,
+        );
+        assert!(d.is_empty(), "{d:?}");
+        assert_eq!(s["properties"]["region"]["x-mcp-header"], "Region");
+        assert_eq!(
+            list,
+            [("n".into(), "N".into()), ("region".into(), "Region".into())]
+        );
+        let bad: IndexMap<String, String> = [("nope".to_string(), "Bad Name".to_string())].into();
+        mcp_headers(schema, &bad, Path::new("m.yaml"), None, "tools.t", &mut d);
         assert_eq!(d.len(), 2, "{d:?}");
     }
 }

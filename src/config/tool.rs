@@ -96,6 +96,9 @@ pub struct Tool {
     pub ask: Option<Arc<super::ask::AskPlan>>,
     /// Whether any of the tool's transforms names `$meta` (`translate::request::meta_for`).
     pub meta_used: bool,
+    /// SEP-2243: (argument, `Mcp-Param-` header suffix) of each top-level property of the
+    /// `inputSchema` annotated `x-mcp-header`.
+    pub mcp_headers: Vec<(String, String)>,
 }
 
 impl fmt::Debug for Tool {
