@@ -110,6 +110,27 @@ pub fn mcp_headers(
                 .collect()
         })
         .unwrap_or_default();
+    // SEP-2243: only on integer, string and boolean properties (clients drop other tools).
+    for (param, _) in &list {
+        let ty = schema
+            .pointer(&format!(
+                "/properties/{}",
+                param.replace('~', "~0").replace('/', "~1")
+            ))
+            .and_then(|p| p.get("type"))
+            .and_then(Value::as_str);
+        if !matches!(ty, Some("integer" | "string" | "boolean")) {
+            diags.push(
+                Diagnostic::error(
+                    file,
+                    format!("`{param}` carries `x-mcp-header` but is not of type integer, string or boolean"),
+                )
+                .line(line)
+                .at(format!("{at}.{param}"))
+                .hint("SEP-2243 mirrors only integer, string and boolean params into headers"),
+            );
+        }
+    }
     let mut names: Vec<String> = list.iter().map(|(_, h)| h.to_ascii_lowercase()).collect();
     names.sort_unstable();
     if names.windows(2).any(|w| w[0] == w[1]) {
@@ -164,5 +185,17 @@ mod tests {
         let bad: IndexMap<String, String> = [("nope".to_string(), "Bad Name".to_string())].into();
         mcp_headers(schema, &bad, Path::new("m.yaml"), None, "tools.t", &mut d);
         assert_eq!(d.len(), 2, "{d:?}");
+        d.clear();
+        let object =
+            json!({"type": "object", "properties": {"o": {"type": "object", "x-mcp-header": "O"}}});
+        mcp_headers(
+            object,
+            &IndexMap::new(),
+            Path::new("m.yaml"),
+            None,
+            "tools.t",
+            &mut d,
+        );
+        assert_eq!(d.len(), 1, "{d:?}");
     }
 }
