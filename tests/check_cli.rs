@@ -136,7 +136,7 @@ fn each_mistake_points_at_file_line_and_fix() {
             ],
         ),
         (
-            "tools:\n  usp_bookings_get:\n    http: GET /b/{booking_id}\n    mcp_headers: { nope: 'Bad Name' }\n",
+            "tools:\n  usp_bookings_get:\n    http: GET /b/{booking_id}\n    mcp_headers: { nope: X, booking_id: 'Bad Name' }\n",
             9,
             &[
                 "`nope` is not a param",

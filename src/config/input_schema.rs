@@ -70,21 +70,6 @@ pub fn mcp_headers(
 ) -> (Value, Vec<(String, String)>) {
     let at = format!("{at}.mcp_headers");
     for (param, header) in written {
-        if header.is_empty()
-            || !header
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-')
-        {
-            diags.push(
-                Diagnostic::error(
-                    file,
-                    format!("`{header}` cannot end an `Mcp-Param-` header name"),
-                )
-                .line(line)
-                .at(format!("{at}.{param}"))
-                .hint("use ASCII letters, digits and `-`, e.g. `Region`"),
-            );
-        }
         match schema.get_mut("properties").and_then(|p| p.get_mut(param)) {
             Some(Value::Object(p)) => {
                 p.insert("x-mcp-header".into(), Value::String(header.clone()));
@@ -110,8 +95,24 @@ pub fn mcp_headers(
                 .collect()
         })
         .unwrap_or_default();
-    // SEP-2243: only on integer, string and boolean properties (clients drop other tools).
-    for (param, _) in &list {
+    // SEP-2243: a header name is a token (here: ASCII letters, digits, `-`), and only integer,
+    // string and boolean properties carry one (clients drop other tools).
+    for (param, header) in &list {
+        if header.is_empty()
+            || !header
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        {
+            diags.push(
+                Diagnostic::error(
+                    file,
+                    format!("`{header}` cannot end an `Mcp-Param-` header name"),
+                )
+                .line(line)
+                .at(format!("{at}.{param}"))
+                .hint("use ASCII letters, digits and `-`, e.g. `Region`"),
+            );
+        }
         let ty = schema
             .pointer(&format!(
                 "/properties/{}",
@@ -182,7 +183,11 @@ mod tests {
             list,
             [("n".into(), "N".into()), ("region".into(), "Region".into())]
         );
-        let bad: IndexMap<String, String> = [("nope".to_string(), "Bad Name".to_string())].into();
+        let bad: IndexMap<String, String> = [
+            ("nope".to_string(), "X".to_string()),
+            ("region".to_string(), "Bad Name".to_string()),
+        ]
+        .into();
         mcp_headers(schema, &bad, Path::new("m.yaml"), None, "tools.t", &mut d);
         assert_eq!(d.len(), 2, "{d:?}");
         d.clear();
