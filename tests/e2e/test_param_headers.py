@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from conftest import ROOT, start_demo, stop_demo
-from test_client_matrix import clients_dir
+from conftest import ROOT, clients_dir, start_demo, stop_demo
 
 if sys.version_info < (3, 11):  # pragma: no cover - anyio pulls in the backport there
     from exceptiongroup import BaseExceptionGroup
