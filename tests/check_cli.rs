@@ -43,7 +43,7 @@ fn the_shipped_configuration_checks_clean() {
     ]);
     assert_eq!(code, 0, "{text}");
     // 7 business mappings and the 2 facade mappings (reverse path), whose routes are no tools.
-    assert!(text.starts_with("ok: 9 file(s), 50 tool(s)"), "{text}");
+    assert!(text.starts_with("ok: 9 file(s), 52 tool(s)"), "{text}");
 }
 
 #[test]
@@ -120,6 +120,28 @@ fn each_mistake_points_at_file_line_and_fix() {
             "tools:\n  usp_bookings_get:\n    http: GET /b/{booking_id}\n    summary: '{{ booking.id '\n",
             9,
             &["summary template"],
+        ),
+        (
+            "tools:\n  usp_bookings_get:\n    http: GET /b/{booking_id}\n    input_schema:\n      type: array\n",
+            9,
+            &["`type: object` at its root", "add `type: object`"],
+        ),
+        (
+            "tools:\n  usp_bookings_get:\n    http: GET /b/{booking_id}\n    input_schema:\n      type: object\n      properties: { a: { $ref: 'https://example.com/a.json' } }\n",
+            9,
+            &[
+                "`$ref: https://example.com/a.json`",
+                "not a local reference",
+                "#/$defs/NAME",
+            ],
+        ),
+        (
+            "tools:\n  usp_bookings_get:\n    http: GET /b/{booking_id}\n    mcp_headers: { nope: X, booking_id: 'Bad Name' }\n",
+            9,
+            &[
+                "`nope` is not a param",
+                "`Bad Name` cannot end an `Mcp-Param-` header name",
+            ],
         ),
     ];
     expect_mistakes(&d, HEAD, cases);

@@ -1,5 +1,6 @@
-//! Resources, prompts and media content from mappings, end to end over real HTTP: portico in
-//! front of the scriptable test backend and the conformance fixture backend, both on 127.0.0.1.
+//! Resources, prompts, media content, written input schemas and SEP-2243 param headers from
+//! mappings, end to end over real HTTP: portico in front of the scriptable test backend and the
+//! conformance fixture backend, both on 127.0.0.1.
 
 mod common;
 
@@ -307,6 +308,101 @@ async fn image_and_audio_bodies_become_base64_content_with_their_media_type() {
         a.result()["messages"][0]["content"]["mimeType"],
         "image/png"
     );
+    gw.stop().await.expect("stopped");
+    backend.abort();
+}
+
+/// A tool whose `input_schema:` is written in the mapping: tools/list serves it as written
+/// (2020-12 keywords kept), calls are checked against it, and a valid call reaches the backend.
+#[tokio::test]
+async fn a_written_input_schema_is_served_as_written_and_enforced() {
+    let (gw, backend) = conformance_gateway().await;
+    let url = gw.mcp_url();
+    let client = reqwest::Client::new();
+    let a = send(modern(&client, &url, 3, "tools/list", json!({}))).await;
+    let tool = a.result()["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["name"] == "json_schema_2020_12_tool")
+        .cloned()
+        .expect("json_schema_2020_12_tool listed");
+    let s = &tool["inputSchema"];
+    assert_eq!(s["$schema"], "https://json-schema.org/draft/2020-12/schema");
+    assert_eq!(s["$defs"]["address"]["$anchor"], "addressDef");
+    assert_eq!(s["properties"]["address"]["$ref"], "#/$defs/address");
+    assert_eq!(s["additionalProperties"], false);
+    assert!(s["allOf"][0]["anyOf"].is_array() && s["if"].is_object());
+    assert!(s["then"].is_object() && s["else"].is_object());
+
+    let ok = json!({"name": "Ada", "contactMethod": "phone", "phone": "+1 555", "address": {"city": "Oslo"}});
+    let a = call(&client, &url, "json_schema_2020_12_tool", ok.clone()).await;
+    assert!(a.result().get("isError").is_none(), "{}", a.text);
+    assert_eq!(a.sc()["received"], ok);
+    // contactMethod phone without a phone (if/then), and a member the schema does not allow.
+    for bad in [
+        json!({"name": "Ada", "contactMethod": "phone", "email": "a@example.com"}),
+        json!({"email": "a@example.com", "nickname": "A"}),
+    ] {
+        let a = call(&client, &url, "json_schema_2020_12_tool", bad.clone()).await;
+        assert_eq!(a.result()["isError"], true, "{bad}: {}", a.text);
+    }
+    gw.stop().await.expect("stopped");
+    backend.abort();
+}
+
+/// SEP-2243: `mcp_headers: { region: Region }` annotates the param `x-mcp-header: Region`; a
+/// 2026-07-28 call carries the value in `Mcp-Param-Region` too (literal or `=?base64?…?=`), and
+/// a missing, undecodable or different header is HTTP 400 with -32020 before any backend call.
+#[tokio::test]
+async fn mcp_param_headers_are_checked_against_the_arguments() {
+    let (gw, backend) = conformance_gateway().await;
+    let url = gw.mcp_url();
+    let client = reqwest::Client::new();
+    let a = send(modern(&client, &url, 3, "tools/list", json!({}))).await;
+    let tool = a.result()["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["name"] == "test_header_param")
+        .cloned()
+        .expect("test_header_param listed");
+    assert_eq!(
+        tool["inputSchema"]["properties"]["region"]["x-mcp-header"],
+        "Region"
+    );
+    let with_header = |value: Option<&str>, region: Value| {
+        let rb = modern(
+            &client,
+            &url,
+            4,
+            "tools/call",
+            json!({"name": "test_header_param", "arguments": {"region": region}}),
+        );
+        match value {
+            Some(v) => rb.header("Mcp-Param-Region", v.to_string()),
+            None => rb,
+        }
+    };
+    for (header, region) in [
+        ("=?base64?SGVsbG8=?=", "Hello"),
+        ("Hello", "Hello"),
+        ("=?base64?SGVsbG8=", "=?base64?SGVsbG8="),
+    ] {
+        let a = send(with_header(Some(header), json!(region))).await;
+        assert_eq!(a.status, 200, "{header}: {}", a.text);
+        assert_eq!(a.sc()["received"]["region"], region, "{}", a.text);
+    }
+    for header in [
+        Some("=?base64?SGVsbG8?="),
+        Some("=?base64?SGVs!!!bG8=?="),
+        Some("Bye"),
+        None,
+    ] {
+        let a = send(with_header(header, json!("Hello"))).await;
+        assert_eq!(a.status, 400, "{header:?}: {}", a.text);
+        assert_eq!(a.error_code(), Some(-32020), "{header:?}: {}", a.text);
+    }
     gw.stop().await.expect("stopped");
     backend.abort();
 }

@@ -606,11 +606,39 @@ impl Binding {
             format!("Error: {}", parts.join(" "))
         };
         match self.kind {
-            Kind::Plain | Kind::Autonym => {
+            // A tool's outputSchema describes its successful result, and clients validate any
+            // `structuredContent` against it, `isError` or not (the TypeScript SDK throws
+            // -32602 on a mismatch): a plain business outcome is an `isError` result with no
+            // `structuredContent`, its messages as text (the sentence, then their JSON).
+            Kind::Plain => {
                 let text = text_of(&messages);
                 let mut s = body;
                 s.insert("messages".into(), Value::Array(messages));
-                self.result(Some(Value::Object(s)), text, true, ctx)
+                let detail = crate::json_text::to_string(&Value::Object(s));
+                let mut reply = self.result(None, text, true, ctx);
+                if let Reply::Result(Value::Object(r)) = &mut reply
+                    && let Some(Value::Array(content)) = r.get_mut("content")
+                {
+                    content.push(json!({ "type": "text", "text": detail }));
+                }
+                reply
+            }
+            // B3.4: an `isError` result whose only content is the Problem Details JSON, with
+            // the message's code when it is a registered one, else `value_rejected`.
+            Kind::Autonym => {
+                let first = messages.first();
+                let field = |k: &str| first.and_then(|m| m.get(k)).and_then(Value::as_str);
+                let code = field("code")
+                    .filter(|c| autonym::code(c).is_some())
+                    .unwrap_or("value_rejected");
+                let f = Failure {
+                    code: Some(code.to_string()),
+                    ..Failure::new(
+                        FailureKind::InvalidRequest,
+                        field("content").unwrap_or("business error"),
+                    )
+                };
+                render_autonym_failure(&f)
             }
             Kind::Usp | Kind::Ucp => {
                 // UCP: no resource -> the error response shape (`ucp.status: "error"`).

@@ -174,3 +174,38 @@ fn plain_failures_are_tool_errors() {
     };
     assert_eq!(r["isError"], true);
 }
+
+/// A business outcome is not the tool's output: no `structuredContent` (which clients check
+/// against the outputSchema), the messages as text.
+#[test]
+fn plain_and_autonym_business_outcomes_carry_no_structured_content() {
+    let msg = json!({"type": "error", "code": "slot_unavailable", "content": "taken", "severity": "recoverable"});
+    let business = || Outcome::Business {
+        body: Map::new(),
+        messages: vec![msg.clone()],
+    };
+    let binding = |kind| Binding {
+        kind,
+        version: String::new(),
+        capabilities: None,
+        capability: None,
+    };
+    let Reply::Result(r) = binding(Kind::Plain).render(business(), &ToolCtx::default()) else {
+        panic!()
+    };
+    assert_eq!(r["isError"], true);
+    assert!(r.get("structuredContent").is_none(), "{r}");
+    assert_eq!(r["content"][0]["text"], "Error: taken");
+    let detail: Value = serde_json::from_str(r["content"][1]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(detail["messages"], json!([msg]));
+
+    let Reply::Result(r) = binding(Kind::Autonym).render(business(), &ToolCtx::default()) else {
+        panic!()
+    };
+    assert_eq!(r["isError"], true);
+    assert!(r.get("structuredContent").is_none(), "{r}");
+    assert_eq!(r["content"].as_array().map(Vec::len), Some(1));
+    let problem: Value = serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(problem["code"], "value_rejected");
+    assert_eq!(problem["status"], 422);
+}

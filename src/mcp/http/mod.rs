@@ -4,6 +4,7 @@
 
 mod eras;
 mod lifetime;
+mod params;
 mod post;
 mod respond;
 mod sessions;
