@@ -7,6 +7,7 @@ pub mod compile;
 mod compile_backend;
 mod compile_tool;
 pub mod diag;
+mod envelope_check;
 pub mod kind;
 pub mod mapping;
 pub mod openrpc;
