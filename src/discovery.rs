@@ -169,14 +169,27 @@ fn ucp_profile(gateway: &Gateway, b: &Business, mcp_url: &str) -> Result<Value, 
             }]),
         );
     }
-    let mut doc = json!({
-        "ucp": {
-            "version": v,
-            "services": services,
-            "capabilities": capabilities,
-            "payment_handlers": {},
-        }
+    let mut ucp = json!({
+        "version": v,
+        "services": services,
+        "capabilities": capabilities,
+        "payment_handlers": {},
     });
+    // What the business declares (`protocol.ucp`) wins, entry by entry, over what is derived
+    // from its tools.
+    if let (Some(declared), Value::Object(out)) = (&b.binding.ucp, &mut ucp) {
+        for (registry, entries) in declared {
+            match (out.get_mut(registry), entries) {
+                (Some(Value::Object(have)), Value::Object(add)) => {
+                    have.extend(add.iter().map(|(k, v)| (k.clone(), v.clone())));
+                }
+                _ => {
+                    out.insert(registry.clone(), entries.clone());
+                }
+            }
+        }
+    }
+    let mut doc = json!({ "ucp": ucp });
     keys(b, &mut doc);
     Ok(doc)
 }

@@ -90,6 +90,7 @@ fn binding(kind: Kind) -> Binding {
         version: "2026-08-20".into(),
         capabilities: None,
         capability: None,
+        ucp: None,
     }
 }
 

@@ -4,6 +4,7 @@
 
 pub mod autonym;
 mod errors;
+pub mod registries;
 pub mod rest;
 pub use errors::{AUTONYM_ERRORS, ErrorCode, HTTP_PROBLEM, PLAIN_ERRORS, UCP_ERRORS, USP_ERRORS};
 
@@ -155,6 +156,9 @@ pub struct Binding {
     pub capabilities: Option<Value>,
     /// UCP default capability name.
     pub capability: Option<String>,
+    /// UCP: the business's declared registries (`protocol.ucp`: `capabilities`, `services`,
+    /// `payment_handlers`), in their profile form; results carry their response form.
+    pub ucp: Option<Map<String, Value>>,
 }
 
 /// Rendering inputs that vary per tool.
@@ -467,6 +471,8 @@ impl Binding {
                 ucp.insert("version".into(), Value::String(self.version.clone()));
                 if error {
                     ucp.insert("status".into(), Value::String("error".into()));
+                } else if let Some(declared) = &self.ucp {
+                    ucp.extend(registries::response_form(declared));
                 } else if let Some(cap) = ctx.capability.or(self.capability.as_deref()) {
                     ucp.insert(
                         "capabilities".into(),
@@ -759,6 +765,7 @@ pub fn autonym_code(f: &Failure) -> autonym::Code {
                 version: String::new(),
                 capabilities: None,
                 capability: None,
+                ucp: None,
             };
             autonym::code(b.default_slug(f.kind))
         })

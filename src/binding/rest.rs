@@ -276,6 +276,7 @@ mod tests {
             version: "2026-08-20".into(),
             capabilities: None,
             capability: None,
+            ucp: None,
         }
     }
 

@@ -11,6 +11,7 @@ fn usp() -> Binding {
             json!({"dev.usp-protocol.services.availability": [{"version": "2026-08-20"}]}),
         ),
         capability: None,
+        ucp: None,
     }
 }
 
@@ -20,6 +21,7 @@ fn ucp() -> Binding {
         version: "draft".into(),
         capabilities: None,
         capability: Some("dev.ucp.lodging.booking".into()),
+        ucp: None,
     }
 }
 
@@ -165,6 +167,7 @@ fn plain_failures_are_tool_errors() {
         version: String::new(),
         capabilities: None,
         capability: None,
+        ucp: None,
     };
     let Reply::Result(r) = plain.render(
         Outcome::Failure(Failure::new(FailureKind::UpstreamError, "boom")),

@@ -21,6 +21,14 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// The registries `protocol.ucp` may declare (UCP `ucp.json` base and business schema).
+const UCP_REGISTRIES: [&str; 4] = [
+    "capabilities",
+    "services",
+    "payment_handlers",
+    "supported_versions",
+];
+
 /// The whole compiled configuration.
 #[derive(Debug)]
 pub struct Gateway {
@@ -382,11 +390,51 @@ fn compile_file(
         );
         return None;
     }
+    let ucp = match (&spec.protocol.ucp, kind) {
+        (None, _) => None,
+        (Some(serde_json::Value::Object(m)), Kind::Ucp) => {
+            let unknown: Vec<&String> = m
+                .keys()
+                .filter(|k| !UCP_REGISTRIES.contains(&k.as_str()))
+                .collect();
+            if !unknown.is_empty() {
+                diags.push(
+                    Diagnostic::error(
+                        file,
+                        format!("`protocol.ucp` has unknown members: {unknown:?}"),
+                    )
+                    .line(at(&["protocol", "ucp"]))
+                    .at("protocol.ucp")
+                    .hint(format!("declare only {}", UCP_REGISTRIES.join(", "))),
+                );
+                return None;
+            }
+            Some(m.clone())
+        }
+        (Some(_), Kind::Ucp) => {
+            diags.push(
+                Diagnostic::error(file, "`protocol.ucp` must be a map of registries")
+                    .line(at(&["protocol", "ucp"]))
+                    .at("protocol.ucp")
+                    .hint("e.g. `ucp: { capabilities: {...}, payment_handlers: {...} }`"),
+            );
+            return None;
+        }
+        (Some(_), _) => {
+            diags.push(
+                Diagnostic::error(file, "`protocol.ucp` applies to the ucp binding only")
+                    .line(at(&["protocol", "ucp"]))
+                    .at("protocol.ucp"),
+            );
+            return None;
+        }
+    };
     let binding = Binding {
         kind,
         version,
         capabilities: spec.protocol.capabilities.clone(),
         capability: spec.protocol.capability.clone(),
+        ucp,
     };
 
     if let Some(defs) = &spec.definitions

@@ -720,6 +720,27 @@ pub(super) fn compile_tool(
         .chain(blocks)
         .any(Transform::uses_meta);
     let envelope = business.binding.success_envelope(ts.capability.as_deref());
+    // A UCP envelope the tool's own output schema refuses would fail every successful call.
+    if business.binding.kind == Kind::Ucp
+        && let (Some(out), Some((_, env))) = (&output_schema, &envelope)
+    {
+        // With a business-outcome schema, the success shape is the first `anyOf` branch.
+        let success = if business.binding.business_schema().is_some() {
+            "/anyOf/0"
+        } else {
+            ""
+        };
+        let problems = super::envelope_check::violations(out, success, env);
+        if !problems.is_empty() {
+            let line = locate_yaml(text, &["protocol", "ucp"])
+                .or_else(|| locate_yaml(text, &["protocol"]))
+                .or_else(|| locate_yaml(text, &["binding"]));
+            diags.push(super::envelope_check::diagnostic(
+                file, line, name, &problems,
+            ));
+            return None;
+        }
+    }
     Some(Tool {
         name: name.to_string(),
         breaker: business.backend.resilience.route(name),

@@ -230,6 +230,10 @@ pub struct ProtocolSpec {
     /// UCP: the capability name announced in `ucp.capabilities` (per tool overridable).
     #[serde(default)]
     pub capability: Option<String>,
+    /// UCP: the business's registries as its profile declares them (`capabilities`,
+    /// `services`, `payment_handlers`); results carry their response form.
+    #[serde(default)]
+    pub ucp: Option<serde_json::Value>,
 }
 
 /// How one tool call becomes one REST request, and the answer a result.

@@ -7,6 +7,7 @@ pub mod compile;
 mod compile_backend;
 mod compile_tool;
 pub mod diag;
+mod envelope_check;
 mod input_schema;
 pub mod kind;
 pub mod mapping;

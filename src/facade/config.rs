@@ -183,6 +183,7 @@ fn compile(file: &Path, text: &str, spec: FacadeFile) -> Result<Facade, Vec<Diag
         version: String::new(),
         capabilities: None,
         capability: None,
+        ucp: None,
     };
     let duration =
         |v: &Option<String>, key: &str, default: Duration, diags: &mut Vec<Diagnostic>| match v {

@@ -2,6 +2,8 @@
 //! MCP-over-HTTP client. Test-only code; it never listens beyond loopback.
 #![allow(dead_code)]
 
+pub mod schemas;
+
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
