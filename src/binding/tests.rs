@@ -192,6 +192,7 @@ fn plain_and_autonym_business_outcomes_carry_no_structured_content() {
         version: String::new(),
         capabilities: None,
         capability: None,
+        ucp: None,
     };
     let Reply::Result(r) = binding(Kind::Plain).render(business(), &ToolCtx::default()) else {
         panic!()
