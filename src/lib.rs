@@ -28,6 +28,7 @@ pub mod discovery;
 pub mod facade;
 pub mod forward;
 pub mod idempotency;
+pub mod init;
 pub mod json_doc;
 pub mod json_text;
 pub mod mcp;

@@ -66,6 +66,12 @@ Examples:
   portico check --strict mappings/demo-spa.yaml mappings/demo-hotel.yaml
   PORTICO_CONFIG=/etc/portico portico check";
 
+const INIT_EXAMPLES: &str = "\
+Examples:
+  portico init --openapi api.yaml --out my-api
+  portico init --openapi openapi.json --backend http://127.0.0.1:8081/v1 --include pets --exclude /pets/*/photos --out pets
+  PORTICO_INIT_OPENAPI=api.yaml PORTICO_INIT_OUT=my-api portico init";
+
 const AFTER_HELP: &str = "\
 Every flag can also be set by an environment variable (shown as [env: ...]); a flag on the
 command line wins. Exit codes: 0 ok, 1 input refused (configuration, files, check), 2 usage,
@@ -145,6 +151,10 @@ pub enum Command {
     /// Load and compile mapping files and OpenRPC documents; report every problem.
     #[command(after_help = CHECK_EXAMPLES)]
     Check(CheckArgs),
+    /// Generate an OpenRPC document and a mapping file (plain binding) from a backend's
+    /// OpenAPI 3.x document: one tool per operation, checked before it is written.
+    #[command(after_help = INIT_EXAMPLES)]
+    Init(InitArgs),
 }
 
 // The flags of `Serve`; the variant's doc comment is the subcommand's help.
@@ -390,6 +400,31 @@ pub struct CheckArgs {
     /// Treat warnings as errors.
     #[arg(long, env = "PORTICO_STRICT")]
     pub strict: bool,
+}
+
+// The flags of `Init`; the variant's doc comment is the subcommand's help.
+#[derive(clap::Args)]
+pub struct InitArgs {
+    /// The backend's OpenAPI 3.0/3.1/3.2 document (JSON or YAML; local `$ref`d files are read).
+    #[arg(long, env = "PORTICO_INIT_OPENAPI")]
+    pub openapi: PathBuf,
+    /// The protocol binding of the generated mapping (only `plain` is generated from an
+    /// OpenAPI document alone).
+    #[arg(long, default_value = "plain", value_parser = ["plain"], env = "PORTICO_INIT_BINDING")]
+    pub binding: String,
+    /// Backend base URL (default: the document's first server URL).
+    #[arg(long, env = "PORTICO_INIT_BACKEND")]
+    pub backend: Option<String>,
+    /// Only these operations: a tag, an operationId, a path glob (`/pets/*`) or `METHOD
+    /// /glob` (repeatable, or comma-separated).
+    #[arg(long, env = "PORTICO_INIT_INCLUDE", value_delimiter = ',')]
+    pub include: Vec<String>,
+    /// Leave out these operations (same forms as --include; wins over it).
+    #[arg(long, env = "PORTICO_INIT_EXCLUDE", value_delimiter = ',')]
+    pub exclude: Vec<String>,
+    /// The folder to create (it must not exist, or be empty).
+    #[arg(long, env = "PORTICO_INIT_OUT")]
+    pub out: PathBuf,
 }
 
 /// 2025-era sessions of `serve` (docs/scaling.md, "Sessions").
