@@ -31,6 +31,7 @@ pub mod idempotency;
 pub mod init;
 pub mod json_doc;
 pub mod json_text;
+pub mod mapping_schema;
 pub mod mcp;
 pub mod model;
 pub mod ops;

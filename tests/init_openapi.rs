@@ -320,6 +320,23 @@ fn messy_documents_are_served_where_they_can_be_and_listed_where_not() {
     ] {
         assert!(said.contains(line), "missing `{line}` in:\n{said}");
     }
+    // The mapping names the schema written next to it, and validates against it.
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("portico-mapping.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let doc: Value = serde_saphyr::from_str(&mapping).unwrap();
+    let v = jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .build(&schema)
+        .unwrap();
+    assert!(
+        v.is_valid(&doc),
+        "{:?}",
+        v.iter_errors(&doc)
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>()
+    );
     // The nullable field of the cross-file schema accepts null.
     let app = &rpc["components"]["schemas"]["appointment"]["properties"]["appointment"];
     assert_eq!(

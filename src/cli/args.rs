@@ -72,6 +72,12 @@ Examples:
   portico init --openapi openapi.json --backend http://127.0.0.1:8081/v1 --include pets --exclude /pets/*/photos --out pets
   PORTICO_INIT_OPENAPI=api.yaml PORTICO_INIT_OUT=my-api portico init";
 
+const SCHEMA_EXAMPLES: &str = "\
+Examples:
+  portico schema > mapping.schema.json
+  portico schema --out schemas/mapping.schema.json
+  portico schema | jq '.$defs | keys'";
+
 const AFTER_HELP: &str = "\
 Every flag can also be set by an environment variable (shown as [env: ...]); a flag on the
 command line wins. Exit codes: 0 ok, 1 input refused (configuration, files, check), 2 usage,
@@ -155,6 +161,10 @@ pub enum Command {
     /// OpenAPI 3.x document: one tool per operation, checked before it is written.
     #[command(after_help = INIT_EXAMPLES)]
     Init(InitArgs),
+    /// Print the JSON Schema of mapping files (business and facade mappings), for editors:
+    /// `# yaml-language-server: $schema=FILE` on a mapping's first line.
+    #[command(after_help = SCHEMA_EXAMPLES)]
+    Schema(SchemaArgs),
 }
 
 // The flags of `Serve`; the variant's doc comment is the subcommand's help.
@@ -425,6 +435,14 @@ pub struct InitArgs {
     /// The folder to create (it must not exist, or be empty).
     #[arg(long, env = "PORTICO_INIT_OUT")]
     pub out: PathBuf,
+}
+
+// The flags of `Schema`; the variant's doc comment is the subcommand's help.
+#[derive(clap::Args)]
+pub struct SchemaArgs {
+    /// Write the schema to this file instead of standard output.
+    #[arg(long, env = "PORTICO_SCHEMA_OUT")]
+    pub out: Option<PathBuf>,
 }
 
 /// 2025-era sessions of `serve` (docs/scaling.md, "Sessions").

@@ -1,7 +1,8 @@
-//! `portico init`: generating a mapping folder from an OpenAPI document, then checking it.
+//! `portico init` (a mapping folder generated from an OpenAPI document, then checked) and
+//! `portico schema` (the JSON Schema of mapping files).
 //! It prints what `portico::init` planned and `portico::check` found; it holds no protocol logic.
 
-use super::args::InitArgs;
+use super::args::{InitArgs, SchemaArgs};
 use super::common::Exit;
 use portico::init::operations::Filter;
 use portico::init::{Options, run};
@@ -66,4 +67,22 @@ pub fn init(args: InitArgs) -> ExitCode {
         opts.out.display()
     );
     Exit::Ok.into()
+}
+
+/// Runs `portico schema`.
+pub fn schema(args: SchemaArgs) -> ExitCode {
+    let text = portico::mapping_schema::text();
+    match args.out {
+        None => {
+            print!("{text}");
+            Exit::Ok.into()
+        }
+        Some(path) => match std::fs::write(&path, text) {
+            Ok(()) => Exit::Ok.into(),
+            Err(e) => {
+                eprintln!("error: cannot write {}: {e}", path.display());
+                Exit::Invalid.into()
+            }
+        },
+    }
 }

@@ -24,6 +24,7 @@ pub async fn run(command: Command) -> ExitCode {
         Command::Health(args) => health::health(args).await,
         Command::Check(args) => check::check(args),
         Command::Init(args) => init::init(args),
+        Command::Schema(args) => init::schema(args),
         Command::Serve(args) => serve::serve(args).await,
         Command::Stdio(args) => serve::stdio(args).await,
         Command::DemoBackend(args) => demo::demo_backend(args).await,

@@ -351,7 +351,14 @@ pub fn run(opts: &Options) -> Result<Report, InitError> {
         skipped: skipped_lines.clone(),
     };
     let yaml = write::mapping(&head, &tools);
-    let files = vec![(mapping_file.clone(), yaml), (openrpc_file.clone(), rpc)];
+    let files = vec![
+        (mapping_file.clone(), yaml),
+        (openrpc_file.clone(), rpc),
+        (
+            write::SCHEMA_FILE.to_string(),
+            crate::mapping_schema::text(),
+        ),
+    ];
     write::publish(&opts.out, &files).map_err(|e| fail(&opts.out, None, e))?;
     Ok(Report {
         mapping: opts.out.join(mapping_file),

@@ -256,7 +256,14 @@ mod tests {
     #[test]
     fn rejects_bad_templates() {
         for bad in [
-            "no-slash", "/a/{x", "/a/x}", "/a/{x}{y}", "/a/.{x}", "/a/{x}..", "/a?q=1", "/a/{}",
+            "no-slash",
+            "/a/{x",
+            "/a/x}",
+            "/a/{x}{y}",
+            "/a/.{x}",
+            "/a/{x}..",
+            "/a?q=1",
+            "/a/{}",
         ] {
             assert!(PathTemplate::parse(bad).is_err(), "{bad} should be refused");
         }
