@@ -326,6 +326,8 @@ fn compile_file(
         sources.map_id(id, p);
     }
 
+    // The backend's own OpenAPI document, when named: methods, paths, query names, fields.
+    super::backend_doc::check(file, &text, &spec, diags);
     // Backend.
     let backend = compile_backend(file, &text, &spec, diags);
 
@@ -526,17 +528,7 @@ fn closest_field(message: &str) -> Option<String> {
 
 /// Rough edit distance for "did you mean".
 fn strsim(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != *cb);
-            cur.push((prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
+    crate::util::similar::distance(a, b)
 }
 
 #[cfg(test)]

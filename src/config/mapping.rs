@@ -177,6 +177,10 @@ pub struct BackendSpec {
     /// Sign every backend request with portico's key (RFC 9421 + `Content-Digest`).
     #[serde(default)]
     pub sign_requests: bool,
+    /// The backend's OpenAPI 3.x document (relative to this file): `check` then verifies each
+    /// tool's method and path, its query parameters and the fields its transforms read.
+    #[serde(default)]
+    pub openapi: Option<String>,
 }
 
 /// `backend.retries`: how often and how patiently a retryable call is sent again.

@@ -4,4 +4,5 @@
 pub mod duration;
 pub mod env;
 pub mod jwk;
+pub mod similar;
 pub mod version;

@@ -1,0 +1,124 @@
+//! `backend.openapi`: `portico check` verifies a mapping against its backend's OpenAPI document
+//! (method and path, query parameter names, fields the transforms read, with did-you-mean), and
+//! the same mapping without it still loads.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_portico");
+
+fn messy() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/openapi/messy.yaml")
+}
+
+/// A mapping folder generated from the messy clinic document, then edited as a user would.
+fn folder(name: &str, with_openapi: bool) -> (PathBuf, PathBuf) {
+    let out = std::env::temp_dir().join(format!("portico-bdoc-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let o = Command::new(BIN)
+        .args([
+            "init",
+            "--openapi",
+            messy().to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mapping = out.join("messy-clinic-api.yaml");
+    let mut s = std::fs::read_to_string(&mapping).unwrap();
+    if with_openapi {
+        s = s.replacen(
+            "  timeout: 10s\n",
+            &format!("  timeout: 10s\n  openapi: {}\n", messy().display()),
+            1,
+        );
+    }
+    s = s.replacen(
+        "    http: GET /appointments/{appointment_id}\n",
+        "    http: GET /appointments/{appointment_id}\n    query: { verbose: .appointment_id }\n    result: '{ id: .apointment.id, who: .appointment.patient }'\n",
+        1,
+    );
+    s = s.replacen("    http: GET /ghosts\n", "    http: GET /ghost\n", 1);
+    std::fs::write(&mapping, s).unwrap();
+    (out, mapping)
+}
+
+fn check(dir: &Path) -> (Option<i32>, String) {
+    let o = Command::new(BIN).arg("check").arg(dir).output().unwrap();
+    (
+        o.status.code(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+    )
+}
+
+fn line_of(file: &Path, needle: &str) -> usize {
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .position(|l| l.contains(needle))
+        .unwrap()
+        + 1
+}
+
+#[test]
+fn a_jq_field_typo_a_wrong_path_and_an_unknown_query_name_are_caught_before_any_call() {
+    let (dir, mapping) = folder("typo", true);
+    let (code, said) = check(&dir);
+    assert_eq!(code, Some(1), "{said}");
+    let m = mapping.display();
+    let result_line = line_of(&mapping, "result: '{ id: .apointment.id");
+    assert!(
+        said.contains(&format!(
+            "error: {m}:{result_line} (tools.getAppointment.result): `result` of `getAppointment` reads `.apointment`, which the answer of `GET /appointments/{{appointment_id}}` never has"
+        )),
+        "{said}"
+    );
+    assert!(
+        said.contains("hint: did you mean `.appointment`?"),
+        "{said}"
+    );
+    // `.appointment.patient` exists (in the cross-file schema): no error for it.
+    assert!(!said.contains("`.patient`"), "{said}");
+    let http_line = line_of(&mapping, "http: GET /ghost\n".trim_end());
+    assert!(
+        said.contains(&format!(
+            "error: {m}:{http_line} (tools.listGhosts.http): `GET /ghost` is not an operation of"
+        )),
+        "{said}"
+    );
+    assert!(said.contains("hint: did you mean `/ghosts`?"), "{said}");
+    assert!(
+        said.contains("(tools.getAppointment.query.verbose): query parameter `verbose` is not a parameter of `GET /appointments/{appointment_id}`"),
+        "{said}"
+    );
+    assert!(said.contains("check failed: 3 error(s)"), "{said}");
+}
+
+#[test]
+fn the_same_mapping_without_backend_openapi_still_loads() {
+    let (dir, _) = folder("plain", false);
+    let (code, said) = check(&dir);
+    assert_eq!(code, Some(0), "{said}");
+}
+
+#[test]
+fn a_missing_openapi_file_is_named() {
+    let (dir, mapping) = folder("missing", true);
+    let s = std::fs::read_to_string(&mapping)
+        .unwrap()
+        .replace(&messy().display().to_string(), "no-such.yaml");
+    std::fs::write(&mapping, s).unwrap();
+    let (code, said) = check(&dir);
+    assert_eq!(code, Some(1));
+    assert!(
+        said.contains("(backend.openapi): backend.openapi: cannot read"),
+        "{said}"
+    );
+    assert!(said.contains("no-such.yaml"), "{said}");
+}
