@@ -25,6 +25,7 @@ pub mod clock;
 pub mod config;
 pub mod demo;
 pub mod discovery;
+pub mod dry_run;
 pub mod facade;
 pub mod forward;
 pub mod idempotency;

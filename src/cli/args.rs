@@ -64,7 +64,9 @@ const CHECK_EXAMPLES: &str = "\
 Examples:
   portico check mappings/
   portico check --strict mappings/demo-spa.yaml mappings/demo-hotel.yaml
-  PORTICO_CONFIG=/etc/portico portico check";
+  PORTICO_CONFIG=/etc/portico portico check
+  portico check mappings/demo-spa.yaml --try usp_services_get --args '{\"service_id\":\"FACIAL-45\"}'
+  portico check mappings/demo-spa.yaml --try usp_services_list --response 200:treatments.json";
 
 const INIT_EXAMPLES: &str = "\
 Examples:
@@ -410,6 +412,21 @@ pub struct CheckArgs {
     /// Treat warnings as errors.
     #[arg(long, env = "PORTICO_STRICT")]
     pub strict: bool,
+    /// Dry run: print the backend request this tool's call would send (nothing is sent).
+    #[arg(long = "try", env = "PORTICO_CHECK_TRY")]
+    pub try_tool: Option<String>,
+    /// The dry run's arguments, a JSON object.
+    #[arg(
+        long,
+        default_value = "{}",
+        requires = "try_tool",
+        env = "PORTICO_CHECK_ARGS"
+    )]
+    pub args: String,
+    /// A sample backend answer for the dry run, `STATUS:FILE` (a JSON body): prints the MCP
+    /// result or JSON-RPC error the client would get, output schema checked.
+    #[arg(long, requires = "try_tool", env = "PORTICO_CHECK_RESPONSE")]
+    pub response: Option<String>,
 }
 
 // The flags of `Init`; the variant's doc comment is the subcommand's help.
