@@ -101,8 +101,9 @@ fn an_answer_that_does_not_fit_the_output_schema_is_refused_as_at_run_time() {
         &format!("200:{body}"),
     ]);
     assert_eq!(code, Some(1), "{said}");
+    // The deepest failing place of the closest branch, not the root `anyOf`.
     assert!(
-        said.contains("does not fit the tool's output schema"),
+        said.contains("does not fit the tool's output schema (at `/service/categories/0/name`: `type` does not hold; schema rule `/$defs/usp.openrpc.ServiceCategory/properties/name/type`)"),
         "{said}"
     );
 }
