@@ -122,3 +122,42 @@ fn a_missing_openapi_file_is_named() {
     );
     assert!(said.contains("no-such.yaml"), "{said}");
 }
+
+#[test]
+fn a_yaml_mistake_is_placed_at_its_line_and_column_with_the_line_quoted() {
+    let dir = std::env::temp_dir().join(format!("portico-yamlcol-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("m.yaml");
+    std::fs::write(
+        &f,
+        "business: spa\nbinding: plain\nopenrpc: x.json\nbackend:\n  url: http://127.0.0.1:1\n  timout: 5s\ntools: {}\n",
+    )
+    .unwrap();
+    let (code, said) = check(&f);
+    assert_eq!(code, Some(1));
+    assert!(
+        said.contains(&format!(
+            "error: {}:6:3: unknown field `timout`",
+            f.display()
+        )),
+        "{said}"
+    );
+    assert!(said.contains("\n      timout: 5s\n      ^\n"), "{said}");
+    assert!(said.contains("hint: did you mean `timeout`?"), "{said}");
+    std::fs::write(
+        &f,
+        "business: spa\nbinding: plain\nopenrpc: x.json\nbackend:\n  url: http://127.0.0.1:1\n  timeout: [5s\ntools: {}\n",
+    )
+    .unwrap();
+    let (code, said) = check(&f);
+    assert_eq!(code, Some(1));
+    assert!(
+        said.contains(&format!("error: {}:6:12: ", f.display())),
+        "{said}"
+    );
+    assert!(
+        said.contains("\n      timeout: [5s\n               ^\n"),
+        "{said}"
+    );
+}

@@ -266,6 +266,7 @@ fn compile_file(
         Ok(s) => s,
         Err(e) => {
             let line = e.location().map(|l| l.line() as usize);
+            let column = e.location().map(|l| l.column() as usize).filter(|c| *c > 0);
             let msg = e.to_string();
             let mut first = msg.lines().next().unwrap_or("invalid mapping file").trim();
             // serde-saphyr prefixes `error: line L column C: `; the diagnostic says both already.
@@ -279,9 +280,17 @@ fn compile_file(
                 .map(|f| format!("did you mean `{f}`? "))
                 .unwrap_or_default();
             let first = first.to_string();
-            diags.push(Diagnostic::error(file, first).line(line).hint(format!(
-                "{guess}see docs/mapping.md for the mapping-file fields"
-            )));
+            let quoted = line
+                .and_then(|l| super::diag::quote_line(&text, l, column))
+                .unwrap_or_default();
+            diags.push(
+                Diagnostic::error(file, format!("{first}{quoted}"))
+                    .line(line)
+                    .column(column)
+                    .hint(format!(
+                        "{guess}see docs/mapping.md for the mapping-file fields"
+                    )),
+            );
             return None;
         }
     };
