@@ -266,7 +266,10 @@ fn compile_file(
         Ok(s) => s,
         Err(e) => {
             let line = e.location().map(|l| l.line() as usize);
-            let column = e.location().map(|l| l.column() as usize).filter(|c| *c > 0);
+            let column = e
+                .location()
+                .and_then(|l| u16::try_from(l.column()).ok())
+                .filter(|c| *c > 0);
             let msg = e.to_string();
             let mut first = msg.lines().next().unwrap_or("invalid mapping file").trim();
             // serde-saphyr prefixes `error: line L column C: `; the diagnostic says both already.

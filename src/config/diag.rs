@@ -18,8 +18,8 @@ pub struct Diagnostic {
     pub file: PathBuf,
     /// 1-based line in `file`, when the place is in a YAML/JSON text we can locate.
     pub line: Option<usize>,
-    /// 1-based column on that line, when the reader gave one (syntax errors).
-    pub column: Option<usize>,
+    /// 1-based column on that line, when the reader gave one (syntax errors; beyond 65535 none).
+    pub column: Option<u16>,
     /// Dotted key path in a mapping file, or a JSON pointer in a JSON document.
     pub at: Option<String>,
     pub message: String,
@@ -51,7 +51,7 @@ impl Diagnostic {
         self
     }
 
-    pub fn column(mut self, column: Option<usize>) -> Self {
+    pub fn column(mut self, column: Option<u16>) -> Self {
         self.column = column;
         self
     }
@@ -96,13 +96,13 @@ impl fmt::Display for Diagnostic {
 }
 
 /// Line `line` (1-based) of `text` quoted, with a caret under column `column`: for hints.
-pub fn quote_line(text: &str, line: usize, column: Option<usize>) -> Option<String> {
+pub fn quote_line(text: &str, line: usize, column: Option<u16>) -> Option<String> {
     let l = text.lines().nth(line.checked_sub(1)?)?;
     let mut out = format!("\n    {l}");
     if let Some(c) = column {
         let pad: String = l
             .chars()
-            .take(c.saturating_sub(1))
+            .take(c.saturating_sub(1) as usize)
             .map(|ch| if ch == '\t' { '\t' } else { ' ' })
             .collect();
         out.push_str(&format!("\n    {pad}^"));
