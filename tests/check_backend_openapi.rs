@@ -161,3 +161,57 @@ fn a_yaml_mistake_is_placed_at_its_line_and_column_with_the_line_quoted() {
         "{said}"
     );
 }
+
+#[test]
+fn a_dry_run_without_a_sample_uses_the_documented_answer() {
+    let out = std::env::temp_dir().join(format!("portico-bdoc-{}-example", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let o = Command::new(BIN)
+        .args([
+            "init",
+            "--openapi",
+            messy().to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let mapping = out.join("messy-clinic-api.yaml");
+    let s = std::fs::read_to_string(&mapping).unwrap().replacen(
+        "  timeout: 10s\n",
+        &format!("  timeout: 10s\n  openapi: {}\n", messy().display()),
+        1,
+    );
+    std::fs::write(&mapping, s).unwrap();
+    let o = Command::new(BIN)
+        .arg("check")
+        .arg(&out)
+        .args([
+            "--try",
+            "getAppointment",
+            "--args",
+            r#"{"appointment_id":"A-1"}"#,
+        ])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        o.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        said.contains("sample answer: the documented 200 example of"),
+        "{said}"
+    );
+    assert!(
+        said.contains("  clinic-version: 2024-06-01\n"),
+        "the fixed header is sent: {said}"
+    );
+    assert!(
+        said.contains("with a 200 answer, the client gets this result:"),
+        "{said}"
+    );
+    assert!(said.contains("\"patient\": \"Ann\""), "{said}");
+}

@@ -75,6 +75,15 @@ fn dry_run(
             }
         }
     };
+    // Without --response: the documented answer of the operation, when `backend.openapi`
+    // names a document with one.
+    let answer = match answer {
+        Some(a) => Some(a),
+        None => documented_answer(paths, tool).map(|(status, body, from)| {
+            println!("sample answer: the documented {status} example of {from}");
+            (status, body)
+        }),
+    };
     let gateway = match portico::config::load(paths) {
         Ok(g) => g,
         Err(ds) => {
@@ -97,4 +106,26 @@ fn dry_run(
         }
         Err(m) => fail(m),
     }
+}
+
+/// The documented success example for `tool`, from the `backend.openapi` of the mapping file
+/// that defines it: status, JSON body, and the file it came from.
+fn documented_answer(paths: &[std::path::PathBuf], tool: &str) -> Option<(u16, Vec<u8>, String)> {
+    let files = portico::config::compile::mapping_files(paths).ok()?;
+    for f in files {
+        let Ok(text) = std::fs::read_to_string(&f) else {
+            continue;
+        };
+        let Ok(spec) = serde_saphyr::from_str::<portico::config::mapping::MappingFile>(&text)
+        else {
+            continue;
+        };
+        if !spec.tools.contains_key(tool) {
+            continue;
+        }
+        let from = spec.backend.openapi.clone()?;
+        let (status, v) = portico::config::backend_doc::documented_answer(&f, &spec, tool)?;
+        return Some((status, serde_json::to_vec(&v).ok()?, from));
+    }
+    None
 }

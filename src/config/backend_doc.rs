@@ -383,6 +383,54 @@ pub fn check(file: &Path, text: &str, spec: &MappingFile, diags: &mut Vec<Diagno
     }
 }
 
+/// The documented answer of the operation `tool` maps to, from the success response of the
+/// OpenAPI document `backend.openapi` names: its status and example (`example`, or the first of
+/// `examples`). `None` when there is no document, operation or example.
+pub fn documented_answer(file: &Path, spec: &MappingFile, tool: &str) -> Option<(u16, Value)> {
+    let rel = spec.backend.openapi.as_ref()?;
+    let ts = spec.tools.get(tool)?;
+    let (method, path) = ts.http.split_once(' ')?;
+    let mut src = Sources::default();
+    let (doc_file, doc) = src
+        .open(&file.parent().unwrap_or(Path::new(".")).join(rel))
+        .ok()?;
+    let root = Place {
+        file: doc_file,
+        pointer: String::new(),
+    };
+    let ops = operations(&mut src, &doc, &root);
+    let backend_path = url_path(&spec.backend.url);
+    let full = norm(&format!("{backend_path}{}", path.trim()));
+    let want = norm(path.trim());
+    let op = ops.iter().find(|op| {
+        op.method.eq_ignore_ascii_case(method.trim())
+            && (op.norm == want
+                || (full.len() >= op.norm.len()
+                    && full[full.len() - op.norm.len()..] == op.norm[..]))
+    })?;
+    let responses = op.node.get("responses")?.as_object()?;
+    let mut codes: Vec<&String> = responses.keys().filter(|k| k.starts_with('2')).collect();
+    codes.sort();
+    let code = codes.first()?;
+    let status = code.parse::<u16>().unwrap_or(200);
+    let (resp, at) = src
+        .deref(&responses[*code], &op.place.child("responses").child(code))
+        .ok()?;
+    let content = resp.get("content")?.as_object()?;
+    let (media, m) = content.iter().find(|(k, _)| {
+        let k = k.to_ascii_lowercase();
+        k.starts_with("application/json") || k.contains("+json")
+    })?;
+    if let Some(e) = m.get("example") {
+        return Some((status, e.clone()));
+    }
+    let first = m.get("examples")?.as_object()?.values().next()?;
+    let (e, _) = src
+        .deref(first, &at.child("content").child(media).child("examples"))
+        .ok()?;
+    e.get("value").cloned().map(|v| (status, v))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
