@@ -215,3 +215,32 @@ fn a_dry_run_without_a_sample_uses_the_documented_answer() {
     );
     assert!(said.contains("\"patient\": \"Ann\""), "{said}");
 }
+
+#[test]
+fn an_empty_envelope_version_is_warned_about() {
+    let dir = std::env::temp_dir().join(format!("portico-version-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gateway");
+    let mut rpc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixtures.join("test.openrpc.json")).unwrap())
+            .unwrap();
+    rpc["info"]["version"] = serde_json::json!("");
+    std::fs::write(dir.join("test.openrpc.json"), rpc.to_string()).unwrap();
+    let f = dir.join("m.yaml");
+    std::fs::write(
+        &f,
+        "business: v\nbinding: usp\nopenrpc: test.openrpc.json\nbackend:\n  url: http://127.0.0.1:1\ntools:\n  echo_get:\n    http: GET /echo/items/{id}\n",
+    )
+    .unwrap();
+    let (code, said) = check(&f);
+    assert_eq!(code, Some(0), "a warning, not an error: {said}");
+    assert!(
+        said.contains(&format!(
+            "warning: {}:2 (protocol.version): every result will carry an empty `usp.version`",
+            f.display()
+        )),
+        "{said}"
+    );
+    assert!(said.contains("hint: add `protocol:"), "{said}");
+}

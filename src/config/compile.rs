@@ -376,6 +376,22 @@ fn compile_file(
         Kind::Usp | Kind::Ucp if !doc.version.is_empty() => doc.version.clone(),
         _ => String::new(),
     });
+    if matches!(kind, Kind::Usp | Kind::Ucp) && version.trim().is_empty() {
+        let field = if kind == Kind::Usp {
+            "usp.version"
+        } else {
+            "ucp.version"
+        };
+        diags.push(
+            Diagnostic::warning(
+                file,
+                format!("every result will carry an empty `{field}`: neither `protocol.version` nor the OpenRPC document's `info.version` gives one"),
+            )
+            .line(at(&["binding"]))
+            .at("protocol.version")
+            .hint("add `protocol:\n  version: \"2026-08-20\"` (the protocol version this business speaks)"),
+        );
+    }
     let binding = Binding {
         kind,
         version,
