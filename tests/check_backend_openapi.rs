@@ -244,3 +244,38 @@ fn an_empty_envelope_version_is_warned_about() {
     );
     assert!(said.contains("hint: add `protocol:"), "{said}");
 }
+
+#[test]
+fn a_jq_mistake_in_definitions_is_reported_once_at_its_own_line_and_column() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = std::env::temp_dir().join(format!("portico-defs-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("mappings")).unwrap();
+    std::fs::create_dir_all(dir.join("openrpc")).unwrap();
+    std::fs::copy(
+        root.join("openrpc/usp.openrpc.json"),
+        dir.join("openrpc/usp.openrpc.json"),
+    )
+    .unwrap();
+    let good = std::fs::read_to_string(root.join("mappings/demo-spa.yaml")).unwrap();
+    let line = "  def minutes: (.[11:13] | tonumber) * 60 + (.[14:16] | tonumber);";
+    assert!(good.contains(line));
+    let bad = good.replace(line, "  def minutes: (.[11:13] | tonumber) * 60 + ;");
+    let f = dir.join("mappings/spa.yaml");
+    std::fs::write(&f, &bad).unwrap();
+    let n = bad.lines().position(|l| l.contains("* 60 + ;")).unwrap() + 1;
+    let (code, said) = check(&f);
+    assert_eq!(code, Some(1));
+    assert!(
+        said.contains(&format!(
+            "error: {}:{n} (definitions): definitions: expected term",
+            f.display()
+        )),
+        "{said}"
+    );
+    assert!(said.contains("near column 45 of this line"), "{said}");
+    assert!(
+        said.contains("check failed: 1 error(s)"),
+        "reported once: {said}"
+    );
+}

@@ -399,15 +399,24 @@ fn compile_file(
         capability: spec.protocol.capability.clone(),
     };
 
+    // Compiled on their own first, so that a mistake in them is reported once, at its own line
+    // and column, and not again by every program that uses them.
     if let Some(defs) = &spec.definitions
-        && let Err(e) = Transform::compile_with(Some(defs), ".")
+        && let Err(e) = Transform::compile_with(None, &format!("{defs}\n."))
     {
+        let (line, place) =
+            super::diag::jq_error_place(&text, at(&["definitions"]), defs, e.offset);
         diags.push(
             Diagnostic::error(file, format!("definitions: {}", e.message))
-                .line(at(&["definitions"]))
+                .line(line)
                 .at("definitions")
-                .hint("jq definitions look like `def money: {amount: .cents, currency: .ccy};`"),
+                .hint(place.unwrap_or_else(|| {
+                    "jq definitions look like `def money: {amount: .cents, currency: .ccy};`"
+                        .to_string()
+                })),
         );
+        // Every transform of this file uses them: the tools are not compiled against them.
+        return None;
     }
     let business_outcomes = compile_outcomes(
         file,
