@@ -1,6 +1,7 @@
 //! `backend.openapi`: `portico check` verifies a mapping against its backend's OpenAPI document
 //! (method and path, query parameter names, fields the transforms read, with did-you-mean), and
-//! the same mapping without it still loads.
+//! the same mapping without it still loads; plus the diagnostics a stranger acts on (YAML line
+//! and column, a `definitions` mistake reported once, an empty envelope version).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
