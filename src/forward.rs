@@ -379,20 +379,17 @@ fn finish(tool: &Tool, call: &Call, reply: Reply) -> Reply {
         is_error,
     ) && let Some(err) = v.iter_errors(sc).next()
     {
-        let path = err.instance_path().to_string();
-        let path = if path.is_empty() {
-            "/".to_string()
-        } else {
-            path
-        };
-        let rule = err.schema_path().to_string();
+        // The deepest error of the closest anyOf/oneOf branch, not the root keyword.
+        let r = crate::util::schema_error::describe(&err);
+        let (path, rule) = (r.at, r.rule);
         // Neither the log nor the answer carries the instance: it may hold personal data.
-        tracing::error!(tool = %tool.name, at = %path, schema = %rule, "structuredContent does not match outputSchema");
+        tracing::error!(tool = %tool.name, at = %path, schema = %rule, why = %r.why, "structuredContent does not match outputSchema");
         let binding = &tool.business.binding;
         let f = Failure::new(
             FailureKind::Internal,
             format!(
-                "the backend answer, as mapped, does not fit the tool's output schema (at `{path}`, schema rule `{rule}`)"
+                "the backend answer, as mapped, does not fit the tool's output schema (at `{path}`: {}; schema rule `{rule}`)",
+                r.why
             ),
         );
         return binding.render_failure(f, &ToolCtx::default());

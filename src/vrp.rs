@@ -237,7 +237,7 @@ pub fn transport_attestation(t: &Transport<'_>, key: &SigningKey) -> Option<Valu
 }
 
 /// A mapping file's `vrp:` section.
-#[derive(Debug, Clone, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VrpSpec {
     /// The node identity put in `issuer` (e.g. the property's host).
@@ -253,7 +253,7 @@ pub struct VrpSpec {
     pub tools: indexmap::IndexMap<String, VrpToolSpec>,
 }
 
-#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[derive(Debug, Clone, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VrpToolSpec {
     /// JSON pointer into `structuredContent` giving the offer reference (`offer_ref`, `ref`).

@@ -9,7 +9,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 /// `rate_limits:` in a mapping file.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RateLimitsSpec {
     /// All calls to this business's tools together.
@@ -21,7 +21,7 @@ pub struct RateLimitsSpec {
 }
 
 /// A token bucket: `rate` calls per `per`, bursts of up to `burst` (default `rate`).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BucketSpec {
     pub rate: u32,

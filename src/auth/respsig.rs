@@ -14,7 +14,7 @@ use std::sync::Arc;
 pub const COMPONENTS: [&str; 3] = ["@status", "content-digest", "content-type"];
 
 /// A mapping's `response_signing:` section.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResponseSigningSpec {
     /// Private JWK (EC P-256 or Ed25519, with `kid`), relative to the mapping file.

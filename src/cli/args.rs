@@ -64,7 +64,21 @@ const CHECK_EXAMPLES: &str = "\
 Examples:
   portico check mappings/
   portico check --strict mappings/demo-spa.yaml mappings/demo-hotel.yaml
-  PORTICO_CONFIG=/etc/portico portico check";
+  PORTICO_CONFIG=/etc/portico portico check
+  portico check mappings/demo-spa.yaml --try usp_services_get --args '{\"service_id\":\"FACIAL-45\"}'
+  portico check mappings/demo-spa.yaml --try usp_services_list --response 200:treatments.json";
+
+const INIT_EXAMPLES: &str = "\
+Examples:
+  portico init --openapi api.yaml --out my-api
+  portico init --openapi openapi.json --backend http://127.0.0.1:8081/v1 --include pets --exclude /pets/*/photos --out pets
+  PORTICO_INIT_OPENAPI=api.yaml PORTICO_INIT_OUT=my-api portico init";
+
+const SCHEMA_EXAMPLES: &str = "\
+Examples:
+  portico schema > mapping.schema.json
+  portico schema --out schemas/mapping.schema.json
+  portico schema | jq '.$defs | keys'";
 
 const AFTER_HELP: &str = "\
 Every flag can also be set by an environment variable (shown as [env: ...]); a flag on the
@@ -145,6 +159,14 @@ pub enum Command {
     /// Load and compile mapping files and OpenRPC documents; report every problem.
     #[command(after_help = CHECK_EXAMPLES)]
     Check(CheckArgs),
+    /// Generate an OpenRPC document and a mapping file (plain binding) from a backend's
+    /// OpenAPI 3.x document: one tool per operation, checked before it is written.
+    #[command(after_help = INIT_EXAMPLES)]
+    Init(InitArgs),
+    /// Print the JSON Schema of mapping files (business and facade mappings), for editors:
+    /// `# yaml-language-server: $schema=FILE` on a mapping's first line.
+    #[command(after_help = SCHEMA_EXAMPLES)]
+    Schema(SchemaArgs),
 }
 
 // The flags of `Serve`; the variant's doc comment is the subcommand's help.
@@ -390,6 +412,54 @@ pub struct CheckArgs {
     /// Treat warnings as errors.
     #[arg(long, env = "PORTICO_STRICT")]
     pub strict: bool,
+    /// Dry run: print the backend request this tool's call would send (nothing is sent).
+    #[arg(long = "try", env = "PORTICO_CHECK_TRY")]
+    pub try_tool: Option<String>,
+    /// The dry run's arguments, a JSON object.
+    #[arg(
+        long,
+        default_value = "{}",
+        requires = "try_tool",
+        env = "PORTICO_CHECK_ARGS"
+    )]
+    pub args: String,
+    /// A sample backend answer for the dry run, `STATUS:FILE` (a JSON body): prints the MCP
+    /// result or JSON-RPC error the client would get, output schema checked.
+    #[arg(long, requires = "try_tool", env = "PORTICO_CHECK_RESPONSE")]
+    pub response: Option<String>,
+}
+
+// The flags of `Init`; the variant's doc comment is the subcommand's help.
+#[derive(clap::Args)]
+pub struct InitArgs {
+    /// The backend's OpenAPI 3.0/3.1/3.2 document (JSON or YAML; local `$ref`d files are read).
+    #[arg(long, env = "PORTICO_INIT_OPENAPI")]
+    pub openapi: PathBuf,
+    /// The protocol binding of the generated mapping (only `plain` is generated from an
+    /// OpenAPI document alone).
+    #[arg(long, default_value = "plain", value_parser = ["plain"], env = "PORTICO_INIT_BINDING")]
+    pub binding: String,
+    /// Backend base URL (default: the document's first server URL).
+    #[arg(long, env = "PORTICO_INIT_BACKEND")]
+    pub backend: Option<String>,
+    /// Only these operations: a tag, an operationId, a path glob (`/pets/*`) or `METHOD
+    /// /glob` (repeatable, or comma-separated).
+    #[arg(long, env = "PORTICO_INIT_INCLUDE", value_delimiter = ',')]
+    pub include: Vec<String>,
+    /// Leave out these operations (same forms as --include; wins over it).
+    #[arg(long, env = "PORTICO_INIT_EXCLUDE", value_delimiter = ',')]
+    pub exclude: Vec<String>,
+    /// The folder to create (it must not exist, or be empty).
+    #[arg(long, env = "PORTICO_INIT_OUT")]
+    pub out: PathBuf,
+}
+
+// The flags of `Schema`; the variant's doc comment is the subcommand's help.
+#[derive(clap::Args)]
+pub struct SchemaArgs {
+    /// Write the schema to this file instead of standard output.
+    #[arg(long, env = "PORTICO_SCHEMA_OUT")]
+    pub out: Option<PathBuf>,
 }
 
 /// 2025-era sessions of `serve` (docs/scaling.md, "Sessions").

@@ -7,6 +7,7 @@ pub mod common;
 mod demo;
 mod facade;
 mod health;
+mod init;
 mod serve;
 #[cfg(test)]
 mod tests;
@@ -22,6 +23,8 @@ pub async fn run(command: Command) -> ExitCode {
         Command::WebhookVerify(args) => webhook::webhook_verify(args),
         Command::Health(args) => health::health(args).await,
         Command::Check(args) => check::check(args),
+        Command::Init(args) => init::init(args),
+        Command::Schema(args) => init::schema(args),
         Command::Serve(args) => serve::serve(args).await,
         Command::Stdio(args) => serve::stdio(args).await,
         Command::DemoBackend(args) => demo::demo_backend(args).await,

@@ -274,6 +274,10 @@ fn compile_file(
         Ok(s) => s,
         Err(e) => {
             let line = e.location().map(|l| l.line() as usize);
+            let column = e
+                .location()
+                .and_then(|l| u16::try_from(l.column()).ok())
+                .filter(|c| *c > 0);
             let msg = e.to_string();
             let mut first = msg.lines().next().unwrap_or("invalid mapping file").trim();
             // serde-saphyr prefixes `error: line L column C: `; the diagnostic says both already.
@@ -287,9 +291,17 @@ fn compile_file(
                 .map(|f| format!("did you mean `{f}`? "))
                 .unwrap_or_default();
             let first = first.to_string();
-            diags.push(Diagnostic::error(file, first).line(line).hint(format!(
-                "{guess}see docs/mapping.md for the mapping-file fields"
-            )));
+            let quoted = line
+                .and_then(|l| super::diag::quote_line(&text, l, column))
+                .unwrap_or_default();
+            diags.push(
+                Diagnostic::error(file, format!("{first}{quoted}"))
+                    .line(line)
+                    .column(column)
+                    .hint(format!(
+                        "{guess}see docs/mapping.md for the mapping-file fields"
+                    )),
+            );
             return None;
         }
     };
@@ -334,6 +346,8 @@ fn compile_file(
         sources.map_id(id, p);
     }
 
+    // The backend's own OpenAPI document, when named: methods, paths, query names, fields.
+    super::backend_doc::check(file, &text, &spec, diags);
     // Backend.
     let backend = compile_backend(file, &text, &spec, diags);
 
@@ -437,15 +451,24 @@ fn compile_file(
         ucp,
     };
 
+    // Compiled on their own first, so that a mistake in them is reported once, at its own line
+    // and column, and not again by every program that uses them.
     if let Some(defs) = &spec.definitions
-        && let Err(e) = Transform::compile_with(Some(defs), ".")
+        && let Err(e) = Transform::compile_with(None, &format!("{defs}\n."))
     {
+        let (line, place) =
+            super::diag::jq_error_place(&text, at(&["definitions"]), defs, e.offset);
         diags.push(
             Diagnostic::error(file, format!("definitions: {}", e.message))
-                .line(at(&["definitions"]))
+                .line(line)
                 .at("definitions")
-                .hint("jq definitions look like `def money: {amount: .cents, currency: .ccy};`"),
+                .hint(place.unwrap_or_else(|| {
+                    "jq definitions look like `def money: {amount: .cents, currency: .ccy};`"
+                        .to_string()
+                })),
         );
+        // Every transform of this file uses them: the tools are not compiled against them.
+        return None;
     }
     let business_outcomes = compile_outcomes(
         file,
@@ -594,17 +617,7 @@ fn closest_field(message: &str) -> Option<String> {
 
 /// Rough edit distance for "did you mean".
 fn strsim(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != *cb);
-            cur.push((prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
+    crate::util::similar::distance(a, b)
 }
 
 #[cfg(test)]

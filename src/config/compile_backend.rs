@@ -20,7 +20,19 @@ pub(super) fn compile_backend(
     let at = |path: &[&str]| locate_yaml(text, path);
     let b = &spec.backend;
     let mut ok = true;
-    let base = b.url.trim_end_matches('/').to_string();
+    let url = match substitute_env(&b.url) {
+        Ok(u) => u,
+        Err(e) => {
+            diags.push(
+                Diagnostic::error(file, format!("backend url: {e}"))
+                    .line(at(&["backend", "url"]))
+                    .at("backend.url")
+                    .hint("export the variable before starting portico, or write the URL"),
+            );
+            return None;
+        }
+    };
+    let base = url.trim_end_matches('/').to_string();
     let mut authority = None;
     match url::Url::parse(&base) {
         Ok(u) if u.scheme() == "http" || u.scheme() == "https" => {

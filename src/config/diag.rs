@@ -18,6 +18,8 @@ pub struct Diagnostic {
     pub file: PathBuf,
     /// 1-based line in `file`, when the place is in a YAML/JSON text we can locate.
     pub line: Option<usize>,
+    /// 1-based column on that line, when the reader gave one (syntax errors; beyond 65535 none).
+    pub column: Option<u16>,
     /// Dotted key path in a mapping file, or a JSON pointer in a JSON document.
     pub at: Option<String>,
     pub message: String,
@@ -30,6 +32,7 @@ impl Diagnostic {
             severity: Severity::Error,
             file: file.to_path_buf(),
             line: None,
+            column: None,
             at: None,
             message: message.into(),
             hint: None,
@@ -45,6 +48,11 @@ impl Diagnostic {
 
     pub fn line(mut self, line: Option<usize>) -> Self {
         self.line = line;
+        self
+    }
+
+    pub fn column(mut self, column: Option<u16>) -> Self {
+        self.column = column;
         self
     }
 
@@ -72,6 +80,9 @@ impl fmt::Display for Diagnostic {
         write!(f, "{sev}: {}", self.file.display())?;
         if let Some(line) = self.line {
             write!(f, ":{line}")?;
+            if let Some(col) = self.column {
+                write!(f, ":{col}")?;
+            }
         }
         if let Some(at) = &self.at {
             write!(f, " ({at})")?;
@@ -82,6 +93,21 @@ impl fmt::Display for Diagnostic {
         }
         Ok(())
     }
+}
+
+/// Line `line` (1-based) of `text` quoted, with a caret under column `column`: for hints.
+pub fn quote_line(text: &str, line: usize, column: Option<u16>) -> Option<String> {
+    let l = text.lines().nth(line.checked_sub(1)?)?;
+    let mut out = format!("\n    {l}");
+    if let Some(c) = column {
+        let pad: String = l
+            .chars()
+            .take(c.saturating_sub(1) as usize)
+            .map(|ch| if ch == '\t' { '\t' } else { ' ' })
+            .collect();
+        out.push_str(&format!("\n    {pad}^"));
+    }
+    Some(out)
 }
 
 /// Finds the line of a key path (`["tools", "book", "http"]`) in a block-style YAML text.

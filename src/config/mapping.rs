@@ -5,7 +5,7 @@ use indexmap::IndexMap;
 use serde::Deserialize;
 
 /// One business: its backend, its protocol binding and how each tool becomes a REST call.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MappingFile {
     /// Business name (used in logs, metrics and `/mcp/{business}`).
@@ -60,7 +60,7 @@ pub struct MappingFile {
 }
 
 /// Discovery-profile values that the protocol binding cannot derive.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DiscoverySpec {
     /// Public URL of the MCP endpoint (default: the URL the client reached, from its `Host`).
@@ -78,7 +78,7 @@ pub struct DiscoverySpec {
 }
 
 /// How the business's webhooks are verified, deduplicated and turned into protocol events.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WebhookSpec {
     /// JWKS file with the sender's public keys (relative to this file).
@@ -117,7 +117,7 @@ pub struct WebhookSpec {
 }
 
 /// Exponential backoff for outgoing webhooks.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RetrySpec {
     #[serde(default)]
@@ -132,7 +132,7 @@ pub struct RetrySpec {
 }
 
 /// The legacy HMAC scheme: `<header>: t=<unix>,v1=<hex HMAC-SHA256 of "t.body">`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HmacSpec {
     /// Shared secret; use `${ENV_VAR}`.
@@ -143,7 +143,7 @@ pub struct HmacSpec {
 }
 
 /// Where and how to reach the backend.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BackendSpec {
     /// Base URL; tool paths are appended to it.
@@ -177,10 +177,14 @@ pub struct BackendSpec {
     /// Sign every backend request with portico's key (RFC 9421 + `Content-Digest`).
     #[serde(default)]
     pub sign_requests: bool,
+    /// The backend's OpenAPI 3.x document (relative to this file): `check` then verifies each
+    /// tool's method and path, its query parameters and the fields its transforms read.
+    #[serde(default)]
+    pub openapi: Option<String>,
 }
 
 /// `backend.retries`: how often and how patiently a retryable call is sent again.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BackendRetrySpec {
     /// Attempts in all, the first included (1 = no retry); at most 10.
@@ -195,7 +199,7 @@ pub struct BackendRetrySpec {
 
 /// `backend.breaker`: when calls to a failing route (a tool, or a resource) of the backend are
 /// refused without trying.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BreakerSpec {
     /// Share of failed calls within `window` that opens a route (above 0, at most 1; default
@@ -218,7 +222,7 @@ pub struct BreakerSpec {
 }
 
 /// Protocol envelope values.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProtocolSpec {
     /// Protocol version announced in results (USP `usp.version`, UCP `ucp.version`).
@@ -237,7 +241,7 @@ pub struct ProtocolSpec {
 }
 
 /// How one tool call becomes one REST request, and the answer a result.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolSpec {
     /// `METHOD /path/{arg}`.
@@ -307,7 +311,7 @@ pub struct ToolSpec {
 }
 
 /// One request to the MCP client. Exactly one of `elicit`, `sample`, `roots`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AskSpec {
     /// `elicitation/create`: the message shown to the user (MiniJinja over the arguments).
@@ -345,7 +349,7 @@ pub struct AskSpec {
 }
 
 /// How a tool's success body becomes MCP content.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ContentSpec {
     /// `media`, `embedded`, `link` or `blocks`.
@@ -362,7 +366,7 @@ pub struct ContentSpec {
 }
 
 /// A resource (or resource template) read with one REST GET.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResourceSpec {
     /// `GET /path/{var}`: placeholders name the URI template's variables.
@@ -380,7 +384,7 @@ pub struct ResourceSpec {
 }
 
 /// A prompt: arguments and MiniJinja message templates.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PromptSpec {
     #[serde(default)]
@@ -396,7 +400,7 @@ pub struct PromptSpec {
 }
 
 /// One prompt argument.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PromptArgSpec {
     #[serde(default)]
@@ -409,7 +413,7 @@ pub struct PromptArgSpec {
 }
 
 /// One prompt message: exactly one of `text` or `resource`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PromptMessageSpec {
     /// `user` (default) or `assistant`.
@@ -427,7 +431,7 @@ pub struct PromptMessageSpec {
 }
 
 /// What an HTTP status means. Exactly one of `business`, `error`, `tool_error`, `success`.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OutcomeSpec {
     /// A business outcome: `messages[]` entry with this code.
@@ -469,8 +473,10 @@ pub struct OutcomeSpec {
     pub with_result: Option<bool>,
 }
 
-/// The rules of one status: one rule, or a list tried in order (first match wins).
-#[derive(Debug, Clone, PartialEq)]
+/// The rules of one status: one rule, or a list tried in order (first match wins). Its schema is
+/// "one rule or a list of rules"; deserializing keeps each rule's own messages (below).
+#[derive(Debug, Clone, PartialEq, schemars::JsonSchema)]
+#[schemars(untagged)]
 pub enum OutcomeSpecs {
     One(OutcomeSpec),
     Many(Vec<OutcomeSpec>),

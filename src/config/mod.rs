@@ -2,6 +2,7 @@
 //! Everything that can fail fails here, at load, with file and line; nothing here runs per request.
 
 pub mod ask;
+pub mod backend_doc;
 pub mod business;
 pub mod compile;
 mod compile_backend;

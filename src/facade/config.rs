@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// A facade mapping file as written.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FacadeFile {
     /// Name of the facade (logs).
@@ -45,7 +45,7 @@ pub struct FacadeFile {
 }
 
 /// `notifications:` of a facade file: upstream MCP notifications -> signed REST webhooks.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NotificationsSpec {
     /// Notification methods sent on (default `[usp_webhook]` for the usp binding).
@@ -83,7 +83,7 @@ pub struct NotificationsSpec {
 }
 
 /// Where the upstream MCP server is.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpstreamSpec {
     /// MCP endpoint URL (`http` or `https`).
@@ -104,14 +104,14 @@ pub struct UpstreamSpec {
 }
 
 /// One route: a tool name, or the details.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum RouteSpec {
     Tool(String),
     Full(RouteDetail),
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RouteDetail {
     pub tool: String,

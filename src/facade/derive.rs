@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
 
 /// Pairing of an OpenRPC document (the tools) and an OpenAPI document (the REST surface).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DeriveSpec {
     /// OpenRPC document (relative to the mapping file).

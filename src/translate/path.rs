@@ -52,7 +52,8 @@ pub enum PathError {
 }
 
 impl PathTemplate {
-    /// Parses a template; placeholders are `{name}` or `{dotted.name}` and fill whole segments.
+    /// Parses a template; placeholders are `{name}` or `{dotted.name}` and fill whole segments,
+    /// or part of a segment next to fixed text (`/calls/{sid}.json`).
     pub fn parse(template: &str) -> Result<Self, String> {
         if !template.starts_with('/') {
             return Err(format!("path `{template}` must start with `/`"));
@@ -85,9 +86,22 @@ impl PathTemplate {
             let next = &after[close + 1..];
             let seg_end = next.is_empty() || next.starts_with('/');
             if !seg_start || !seg_end {
-                return Err(format!(
-                    "path `{template}`: placeholder `{{{name}}}` must be a whole segment (between `/`s)"
-                ));
+                // A placeholder sharing its segment with fixed text (`{sid}.json`): the text
+                // must hold something besides dots, so that no value makes the segment empty
+                // or a dot-segment, and two placeholders never touch.
+                let before = lit.rsplit('/').next().unwrap_or("");
+                let after_lit = next.split('/').next().unwrap_or("");
+                let literal: String = before
+                    .chars()
+                    .chain(after_lit.chars())
+                    .filter(|c| *c != '{' && *c != '}')
+                    .collect();
+                let touches = (!seg_start && before.is_empty()) || after_lit.starts_with('{');
+                if touches || literal.chars().all(|c| c == '.') {
+                    return Err(format!(
+                        "path `{template}`: placeholder `{{{name}}}` must be a whole segment (between `/`s), or share it with fixed text other than dots"
+                    ));
+                }
             }
             if !lit.is_empty() {
                 parts.push(Part::Literal(lit.to_string()));
@@ -160,6 +174,19 @@ mod tests {
     }
 
     #[test]
+    fn a_placeholder_may_share_its_segment_with_fixed_text() {
+        let p = t("/Calls/{sid}.json");
+        assert_eq!(
+            p.render(&json!({"sid": "CA1/.."})).unwrap(),
+            "/Calls/CA1%2F...json"
+        );
+        assert!(p.render(&json!({"sid": ".."})).is_err());
+        assert!(PathTemplate::parse("/a/{x}{y}").is_err());
+        assert!(PathTemplate::parse("/a/{x}..").is_err());
+        assert!(PathTemplate::parse("/a/v{x}").is_ok());
+    }
+
+    #[test]
     fn renders_each_argument_as_one_segment() {
         let p = t("/bookings/{booking_id}/cancel");
         assert_eq!(
@@ -229,7 +256,14 @@ mod tests {
     #[test]
     fn rejects_bad_templates() {
         for bad in [
-            "no-slash", "/a/{x", "/a/x}", "/a/b{x}", "/a/{x}b", "/a?q=1", "/a/{}",
+            "no-slash",
+            "/a/{x",
+            "/a/x}",
+            "/a/{x}{y}",
+            "/a/.{x}",
+            "/a/{x}..",
+            "/a?q=1",
+            "/a/{}",
         ] {
             assert!(PathTemplate::parse(bad).is_err(), "{bad} should be refused");
         }

@@ -4,4 +4,6 @@
 pub mod duration;
 pub mod env;
 pub mod jwk;
+pub mod schema_error;
+pub mod similar;
 pub mod version;

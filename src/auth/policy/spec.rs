@@ -5,7 +5,7 @@ use indexmap::IndexMap;
 use serde::Deserialize;
 
 /// The mapping file's `authorization:` section.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AuthorizationSpec {
     /// USP's flag: false only for sandboxes (privileged calls then pass unauthenticated).
@@ -70,7 +70,7 @@ fn yes() -> bool {
     true
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApiKeySpec {
     /// The principal's name (logged; the value never is).
@@ -82,7 +82,7 @@ pub struct ApiKeySpec {
     pub business: bool,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OAuthSpec {
     /// JWK Set file (relative to the mapping file).
@@ -109,7 +109,7 @@ pub struct OAuthSpec {
     pub allow_hosts: Vec<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PopSpec {
     /// Profile URIs this business publishes; a proof's `aud` must be one of them.
@@ -119,7 +119,7 @@ pub struct PopSpec {
     pub require_nonce: bool,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CredentialSpec {
     /// Tool -> JSON pointer into its `structuredContent` giving the created resource's id.
@@ -136,7 +136,7 @@ pub struct CredentialSpec {
     pub resource_args: Vec<String>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SignatureSpec {
     /// Largest distance between a signature's `created` and now (default `5m`).
@@ -153,7 +153,7 @@ pub struct SignatureSpec {
     pub allow_hosts: Vec<String>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MtlsSpec {
     /// Known client certificates; empty: any certificate `--tls-client-ca` verifies.
@@ -161,7 +161,7 @@ pub struct MtlsSpec {
     pub clients: Vec<MtlsClientSpec>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MtlsClientSpec {
     /// The principal's name.
