@@ -13,6 +13,7 @@ pub mod jws;
 pub mod limit;
 pub mod policy;
 pub mod pop;
+pub mod resource;
 pub mod respsig;
 pub mod store;
 pub mod transport;
@@ -48,6 +49,13 @@ pub fn presented_in(policy: Option<&Policy>, params: &Value) -> Presented {
 
 /// Decides whether `call` of `tool` may proceed; the refusal rendered in the binding's form.
 pub async fn authorize(tool: &Tool, call: &Call, presented: Presented) -> Result<Grant, Reply> {
+    if let Some(m) = transport::mcp_principal() {
+        let need = tool.business.scopes.of(&tool.name);
+        if let Some(lacking) = m.lacks(need) {
+            tracing::info!(business = %tool.business.name, tool = %tool.name, principal = %m.id(), client_id = m.token.client_id.as_deref().unwrap_or(""), scope = lacking, "call refused: insufficient scope");
+            return Err(insufficient_scope(&m, need, lacking));
+        }
+    }
     let Some(policy) = tool.business.auth.as_deref() else {
         return Ok(Grant::default());
     };
@@ -121,6 +129,24 @@ async fn decide(
         None => {}
     }
     Ok(Grant { principal: Some(p) })
+}
+
+/// The `403 insufficient_scope` answer of MCP authorization (an HTTP answer before JSON-RPC,
+/// whatever the binding: the token is the MCP endpoint's, not the business's).
+fn insufficient_scope(m: &resource::McpPrincipal, need: &[String], lacking: &str) -> Reply {
+    Reply::Error(RpcError {
+        code: HTTP_PROBLEM,
+        message: "Forbidden".into(),
+        data: Some(json!({
+            "type": "about:blank",
+            "title": "Insufficient scope",
+            "status": 403,
+            "code": "insufficient_scope",
+            "detail": format!("this tool needs the scope `{lacking}`"),
+            "challenge": m.insufficient_scope(need),
+        })),
+        http_status: Some(403),
+    })
 }
 
 /// Applies the business's rate limits to a call that passed authorization.

@@ -58,6 +58,10 @@ pub struct HttpCredentials {
     pub client_cert: Option<ClientCert>,
     /// The key backend requests are signed with (the serving listener's webhook key).
     pub backend_key: Option<Arc<crate::webhook::keys::SigningKey>>,
+    /// The principal of the request's MCP access token, when MCP authorization checked one
+    /// (the `Authorization` header was that token: it is not a business credential, and is
+    /// never forwarded).
+    pub mcp: Option<Arc<super::resource::principal::McpPrincipal>>,
 }
 
 impl fmt::Debug for HttpCredentials {
@@ -95,6 +99,7 @@ impl HttpCredentials {
             request: None,
             client_cert: None,
             backend_key: None,
+            mcp: None,
         }
     }
 
@@ -186,6 +191,12 @@ pub fn backend_key() -> Option<Arc<crate::webhook::keys::SigningKey>> {
 /// The current MCP HTTP request (`None` over stdio).
 pub fn request() -> Option<Arc<RequestInfo>> {
     HTTP.try_with(|c| c.request.clone()).ok().flatten()
+}
+
+/// The principal of the current request's MCP access token (`None`: MCP authorization is off,
+/// or stdio).
+pub fn mcp_principal() -> Option<Arc<super::resource::principal::McpPrincipal>> {
+    HTTP.try_with(|c| c.mcp.clone()).ok().flatten()
 }
 
 /// The current request's HTTP credentials (`None` over stdio).

@@ -60,6 +60,8 @@ pub struct Business {
     pub webhooks: Option<Arc<crate::webhook::config::WebhookConfig>>,
     /// Inbound authentication, when the mapping declares `authorization`.
     pub auth: Option<Arc<crate::auth::policy::Policy>>,
+    /// The OAuth scopes each tool needs under MCP authorization (`mcp_authorization`).
+    pub scopes: crate::auth::resource::spec::ToolScopes,
     /// Rate limits (`rate_limits`); none by default.
     pub limits: crate::auth::limit::Limits,
     /// VRP transport attestations (`vrp`).

@@ -45,6 +45,9 @@ pub struct MappingFile {
     /// Inbound authentication and access tiers (USP AuthorizationPolicy), see docs/security.md.
     #[serde(default)]
     pub authorization: Option<crate::auth::policy::AuthorizationSpec>,
+    /// MCP authorization: trusted authorization servers and the scopes each tool needs.
+    #[serde(default)]
+    pub mcp_authorization: Option<crate::auth::resource::spec::McpAuthorizationSpec>,
     /// Token-bucket rate limits per business and per principal, see docs/security.md.
     #[serde(default)]
     pub rate_limits: Option<crate::auth::limit::RateLimitsSpec>,

@@ -227,6 +227,17 @@ pub async fn start_with(port: u16, fixtures: bool) -> Result<Demo, String> {
 
 /// As `start_with`; with `secure`, privileged tools need authentication (see `SECURE_POLICIES`).
 pub async fn start_opts(port: u16, fixtures: bool, secure: bool) -> Result<Demo, String> {
+    start_full(port, fixtures, secure, Default::default()).await
+}
+
+/// [`start_opts`] with MCP authorization (`portico demo --oauth-issuer`): every request to the
+/// MCP endpoint then needs an access token of one of `oauth`'s issuers.
+pub async fn start_full(
+    port: u16,
+    fixtures: bool,
+    secure: bool,
+    oauth: crate::auth::resource::Options,
+) -> Result<Demo, String> {
     let next = |n: u16| -> Result<u16, String> {
         if port == 0 {
             Ok(0)
@@ -291,7 +302,10 @@ pub async fn start_opts(port: u16, fixtures: bool, secure: bool) -> Result<Demo,
     let gateway = app::start_with(
         gateway,
         SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
-        HttpOptions::default(),
+        HttpOptions {
+            oauth,
+            ..HttpOptions::default()
+        },
         info,
         ops,
     )

@@ -98,7 +98,12 @@ pub fn build(tool: &Tool, call: &Call) -> Result<RestRequest, Failure> {
     if !backend.forward_headers.is_empty()
         && let Some(info) = crate::auth::transport::request()
     {
+        // An MCP access token is the endpoint's: it never reaches a backend (no passthrough).
+        let mcp_token = crate::auth::transport::mcp_principal().is_some();
         for name in &backend.forward_headers {
+            if mcp_token && name == http::header::AUTHORIZATION {
+                continue;
+            }
             for v in info.headers.get_all(name) {
                 // Visible ASCII, space and tab only: nothing a backend could read as a new line.
                 if !v

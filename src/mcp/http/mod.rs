@@ -4,6 +4,7 @@
 
 mod eras;
 mod lifetime;
+mod oauth;
 mod post;
 mod respond;
 mod sessions;
@@ -96,6 +97,9 @@ pub struct HttpOptions {
     pub shards: usize,
     /// Connection limits (`ops::limits`): caps, timeouts, header size, HTTP/2 streams.
     pub limits: crate::ops::limits::Limits,
+    /// MCP authorization from the command line (`--oauth-issuer`, `--oauth-resource`); the
+    /// mapping files' `mcp_authorization` adds to it.
+    pub oauth: crate::auth::resource::Options,
 }
 
 impl Default for HttpOptions {
@@ -120,6 +124,7 @@ impl Default for HttpOptions {
             shards: crate::ops::shards::per_cpu(),
             tls: None,
             limits: Default::default(),
+            oauth: Default::default(),
         }
     }
 }
@@ -141,6 +146,8 @@ pub struct Server {
     expiry: Option<tokio::task::AbortHandle>,
     /// True once the hub holds the shared stream's recent events (at once without `--state`).
     loaded: tokio::sync::watch::Receiver<bool>,
+    /// MCP authorization: trusted issuers' metadata and keys, cached.
+    resource_server: crate::auth::resource::ResourceServer,
 }
 
 impl Server {
@@ -189,7 +196,9 @@ impl Server {
             rt.spawn(expire_sessions(sessions.clone(), webhooks.clone()))
                 .abort_handle()
         });
+        let resource_server = crate::auth::resource::ResourceServer::new(opts.oauth.clone());
         Ok(Arc::new(Server {
+            resource_server,
             core,
             opts,
             sessions,
@@ -303,6 +312,11 @@ impl Server {
         if let Some(r) = self.check_origin(&req) {
             return r;
         }
+        // MCP authorization: every request to the endpoint carries a valid access token.
+        let principal = match self.check_token(&req).await {
+            Ok(p) => p,
+            Err(refused) => return refused,
+        };
         match *req.method() {
             Method::POST => {
                 // The request's HTTP credentials reach `forward` (auth) without transport types.
@@ -311,6 +325,7 @@ impl Server {
                 let keep = self.core.gateway.load().reads_http_request;
                 let mut creds = crate::auth::transport::HttpCredentials::from_request(&req, keep);
                 creds.backend_key = self.webhooks.egress.as_ref().map(|e| e.signing_key());
+                creds.mcp = principal;
                 // A caller's `traceparent` parents the call spans (when tracing is exported).
                 let parent = crate::ops::otel::extract(req.headers());
                 // Boxed where it is made: the call pipeline's state (several KiB) is then
@@ -341,6 +356,9 @@ impl Server {
             let mut r = empty(StatusCode::METHOD_NOT_ALLOWED);
             r.headers_mut()
                 .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+            return r;
+        }
+        if let Some(r) = self.resource_metadata(req) {
             return r;
         }
         // The Host passed `check_origin`, so it names this gateway.
