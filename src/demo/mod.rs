@@ -114,6 +114,34 @@ pub fn secure_files(dir: &std::path::Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The `mcp_authorization:` section `--oauth-issuer` adds to every demo mapping: any call needs
+/// `demo:call`; privileged tools (their USP `x-usp-access` tier, or no tier) also `demo:book`.
+pub const OAUTH_SCOPES: &str = "mcp_authorization:
+  scopes: [demo:call]
+  tiers:
+    public: [demo:call]
+    privileged_platform: [demo:call, demo:book]
+    privileged_scoped: [demo:call, demo:book]
+";
+
+/// Adds [`OAUTH_SCOPES`] to the demo's tool mappings written in `dir`.
+fn oauth_files(dir: &std::path::Path) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir.join("mappings"))? {
+        let path = entry?.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("yaml") {
+            continue;
+        }
+        let mut text = std::fs::read_to_string(&path)?;
+        if text.starts_with("facade:") || text.contains("\nfacade:") {
+            continue;
+        }
+        text.push('\n');
+        text.push_str(OAUTH_SCOPES);
+        std::fs::write(path, text)?;
+    }
+    Ok(())
+}
+
 /// A running demo.
 pub struct Demo {
     pub gateway: Running,
@@ -273,6 +301,9 @@ pub async fn start_full(
         .map_err(|e| format!("cannot write the demo files: {e}"))?;
     if secure {
         secure_files(&dir).map_err(|e| format!("cannot write the demo files: {e}"))?;
+    }
+    if !oauth.issuers.is_empty() {
+        oauth_files(&dir).map_err(|e| format!("cannot write the demo files: {e}"))?;
     }
     let gateway = config::load(&[dir.join("mappings")]).map_err(|ds| {
         ds.iter()
