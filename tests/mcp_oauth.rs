@@ -200,12 +200,17 @@ impl World {
         )
     }
 
-    /// `tools/call` of `tool` at 2026-07-28 with `auth` applied to the request.
+    /// `tools/call` of `tool` (valid arguments) at 2026-07-28 with `auth` applied.
     async fn call(&self, tool: &str, auth: &Auth) -> Answer {
         let args = match tool {
             "echo_post" => json!({"name": "n"}),
             _ => json!({"id": "7"}),
         };
+        self.call_with(tool, args, auth).await
+    }
+
+    /// `tools/call` of `tool` with `args` at 2026-07-28 with `auth` applied to the request.
+    async fn call_with(&self, tool: &str, args: Value, auth: &Auth) -> Answer {
         let url = match auth {
             Auth::Query(t) => format!("{}?access_token={t}", self.url),
             _ => self.url.clone(),
@@ -411,8 +416,16 @@ async fn the_backend_never_receives_the_clients_token() {
     );
     // `forward_headers` lists `authorization`: the MCP token is still not forwarded.
     assert!(seen[0]["headers"].get("authorization").is_none(), "{text}");
-    // A refused call never reaches the backend.
+    // A refused call never reaches the backend; the scope is checked before the arguments.
     let before = w.seen.requests.lock().unwrap().len();
+    let a = w
+        .call_with(
+            "echo_post",
+            json!({}),
+            &Auth::Header(format!("Bearer {token}")),
+        )
+        .await;
+    assert_eq!(a.status, 403, "{}", a.text);
     let a = w
         .call("echo_post", &Auth::Header(format!("Bearer {token}")))
         .await;

@@ -49,13 +49,6 @@ pub fn presented_in(policy: Option<&Policy>, params: &Value) -> Presented {
 
 /// Decides whether `call` of `tool` may proceed; the refusal rendered in the binding's form.
 pub async fn authorize(tool: &Tool, call: &Call, presented: Presented) -> Result<Grant, Reply> {
-    if let Some(m) = transport::mcp_principal() {
-        let need = tool.business.scopes.of(&tool.name);
-        if let Some(lacking) = m.lacks(need) {
-            tracing::info!(business = %tool.business.name, tool = %tool.name, principal = %m.id(), client_id = m.token.client_id.as_deref().unwrap_or(""), scope = lacking, "call refused: insufficient scope");
-            return Err(insufficient_scope(&m, need, lacking));
-        }
-    }
     let Some(policy) = tool.business.auth.as_deref() else {
         return Ok(Grant::default());
     };
@@ -129,6 +122,21 @@ async fn decide(
         None => {}
     }
     Ok(Grant { principal: Some(p) })
+}
+
+/// MCP authorization's scope check of a call of `tool`: the request's access token must hold
+/// every scope the tool needs. Runs first, before the arguments are read, so a client without
+/// the scope is told to step up whatever it sent. Passes when MCP authorization is off.
+pub fn scoped(tool: &Tool) -> Result<(), Reply> {
+    let Some(m) = transport::mcp_principal() else {
+        return Ok(());
+    };
+    let need = tool.business.scopes.of(&tool.name);
+    let Some(lacking) = m.lacks(need) else {
+        return Ok(());
+    };
+    tracing::info!(business = %tool.business.name, tool = %tool.name, principal = %m.id(), client_id = m.token.client_id.as_deref().unwrap_or(""), scope = lacking, "call refused: insufficient scope");
+    Err(insufficient_scope(&m, need, lacking))
 }
 
 /// The `403 insufficient_scope` answer of MCP authorization (an HTTP answer before JSON-RPC,
