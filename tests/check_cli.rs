@@ -383,3 +383,22 @@ fn mcp_authorization_mistakes_point_at_file_line_and_fix() {
         cases.iter().map(|(b, l, f)| (b.as_str(), *l, *f)).collect();
     expect_mistakes(&d, HEAD, &borrowed);
 }
+
+#[test]
+fn backend_oauth_mistakes_point_at_file_line_and_fix() {
+    let d = workdir("backend-oauth");
+    const OAUTH: &str = "  oauth:\n    client_id: portico\n";
+    let cases: &[(&str, usize, &[&str])] = &[
+        (
+            "    token_url: http://as.example/token\n    client_secret: s\ntools: {}\n",
+            8,
+            &["is not an https URL", "hint: write the token endpoint"],
+        ),
+        (
+            "    token_url: https://as.example/token\n    client_secret: ${PORTICO_TEST_UNSET_SECRET_VAR}\ntools: {}\n",
+            9,
+            &["client secret:", "hint: set the variable"],
+        ),
+    ];
+    expect_mistakes(&d, &format!("{HEAD}{OAUTH}"), cases);
+}

@@ -69,6 +69,48 @@ impl As {
     }
 }
 
+/// The backend's own authorization server: client credentials, tokens `bt-1`, `bt-2`, ... that
+/// live `lifetime` seconds; what each token request carried.
+struct TokenServer {
+    url: String,
+    requests: Mutex<Vec<(Option<String>, String)>>,
+}
+
+impl TokenServer {
+    async fn start(lifetime: u64) -> Arc<TokenServer> {
+        use http_body_util::BodyExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let t = Arc::new(TokenServer {
+            url: format!("http://{}/token", listener.local_addr().unwrap()),
+            requests: Mutex::new(Vec::new()),
+        });
+        let s = t.clone();
+        serve_with(listener, move |req: Request<hyper::body::Incoming>| {
+            let s = s.clone();
+            async move {
+                let auth = req
+                    .headers()
+                    .get("authorization")
+                    .map(|v| v.to_str().unwrap().to_string());
+                let body = req.into_body().collect().await.unwrap().to_bytes();
+                let body = String::from_utf8_lossy(&body).to_string();
+                let n = {
+                    let mut r = s.requests.lock().unwrap();
+                    r.push((auth, body));
+                    r.len()
+                };
+                let doc = json!({"access_token": format!("bt-{n}"), "token_type": "Bearer",
+                                 "expires_in": lifetime});
+                let mut r = Response::new(Full::new(Bytes::from(doc.to_string())));
+                r.headers_mut()
+                    .insert("content-type", "application/json".parse().unwrap());
+                r
+            }
+        });
+        t
+    }
+}
+
 fn now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -104,6 +146,7 @@ struct World {
     rogue: Arc<As>,
     rogue_key: SigningKey,
     second_key: SigningKey,
+    tokens: Arc<TokenServer>,
 }
 
 impl World {
@@ -115,12 +158,13 @@ impl World {
         let as1 = As::start("", false, &[&key]).await;
         let as2 = As::start("/tenant", true, &[&second_key]).await;
         let rogue = As::start("", false, &[&rogue_key]).await;
+        let tokens = TokenServer::start(3).await;
         let (backend, seen) = test_backend().await;
         let dir = fixture_with_backend("gateway", &backend.to_string());
         let plain = std::fs::read_to_string(dir.join("plain.yaml")).unwrap();
         let text = plain.replace(
             "    X-Static: \"static-value\"\n",
-            "    X-Static: \"static-value\"\n  forward_headers: [authorization, x-trace]\n",
+            &format!("    X-Static: \"static-value\"\n  forward_headers: [authorization, x-trace]\n  oauth:\n    token_url: {}\n    client_id: portico\n    client_secret: backend-secret-0123456789\n    scope: items\n    resource: https://backend.example\n", tokens.url),
         ) + &format!(
             "mcp_authorization:\n  issuers: [\"{}\", \"{}\"]\n  allow_hosts: [127.0.0.1]\n  scopes: [items:read]\n  tools:\n    echo_post: [items:read, items:write]\n",
             as1.issuer, as2.issuer
@@ -146,6 +190,7 @@ impl World {
             rogue,
             rogue_key,
             second_key,
+            tokens,
         }
     }
 
@@ -414,8 +459,9 @@ async fn the_backend_never_receives_the_clients_token() {
         !text.contains(&token) && !text.contains(token.split('.').nth(1).unwrap()),
         "the token reached the backend: {text}"
     );
-    // `forward_headers` lists `authorization`: the MCP token is still not forwarded.
-    assert!(seen[0]["headers"].get("authorization").is_none(), "{text}");
+    // `forward_headers` lists `authorization`: the MCP token is still not forwarded; the
+    // backend gets its own credential instead.
+    assert_eq!(seen[0]["headers"]["authorization"], "Bearer bt-1", "{text}");
     // A refused call never reaches the backend; the scope is checked before the arguments.
     let before = w.seen.requests.lock().unwrap().len();
     let a = w
@@ -493,4 +539,44 @@ async fn a_2025_session_needs_the_token_on_every_request() {
     let a = send(legacy(&w.client, &w.url, &sid, call)).await;
     assert_eq!(a.status, 401);
     assert_eq!(a.headers["www-authenticate"], w.missing().as_str());
+}
+
+#[tokio::test]
+async fn the_backend_gets_its_own_client_credentials_token_refreshed_before_expiry() {
+    let w = World::start().await;
+    let token = w.token();
+    let backend_auth =
+        |i: usize| w.seen.requests.lock().unwrap()[i]["headers"]["authorization"].clone();
+    for _ in 0..2 {
+        let a = w.call("echo_get", &bearer(&token)).await;
+        assert_eq!(a.status, 200, "{}", a.text);
+    }
+    assert_eq!(backend_auth(0), "Bearer bt-1");
+    assert_eq!(backend_auth(1), "Bearer bt-1", "the token is cached");
+    assert_eq!(w.tokens.requests.lock().unwrap().len(), 1);
+    // 3 s tokens are fetched again a fifth of their life early: at 2.4 s, while still valid.
+    tokio::time::sleep(std::time::Duration::from_millis(2600)).await;
+    let a = w.call("echo_get", &bearer(&token)).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert_eq!(backend_auth(2), "Bearer bt-2");
+    let requests = w.tokens.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 2);
+    let basic = format!("Basic {}", {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode("portico:backend-secret-0123456789")
+    });
+    for (auth, body) in &requests {
+        assert_eq!(auth.as_deref(), Some(basic.as_str()));
+        let form: std::collections::HashMap<String, String> =
+            url::form_urlencoded::parse(body.as_bytes())
+                .into_owned()
+                .collect();
+        assert_eq!(form["grant_type"], "client_credentials");
+        assert_eq!(form["scope"], "items");
+        assert_eq!(form["resource"], "https://backend.example");
+        assert!(
+            !body.contains(&token),
+            "the client's token reached the token endpoint"
+        );
+    }
 }

@@ -180,6 +180,27 @@ pub struct BackendSpec {
     /// Sign every backend request with portico's key (RFC 9421 + `Content-Digest`).
     #[serde(default)]
     pub sign_requests: bool,
+    /// OAuth 2.0 client credentials: a token from the backend's own authorization server sent
+    /// as `Authorization: Bearer` on every backend request.
+    #[serde(default)]
+    pub oauth: Option<BackendOAuthSpec>,
+}
+
+/// `backend.oauth`: the client-credentials grant portico uses for the backend.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackendOAuthSpec {
+    /// The token endpoint (https; plain http only for a loopback host).
+    pub token_url: String,
+    pub client_id: String,
+    /// The client secret; use `${ENV_VAR}`.
+    pub client_secret: String,
+    /// `scope` to ask for.
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// RFC 8707 `resource` to ask the token for (the backend's identifier).
+    #[serde(default)]
+    pub resource: Option<String>,
 }
 
 /// `backend.retries`: how often and how patiently a retryable call is sent again.
