@@ -151,6 +151,11 @@ struct World {
 
 impl World {
     async fn start() -> World {
+        World::start_with(|_| String::new()).await
+    }
+
+    /// [`World::start`] with more YAML (made from the first issuer's URL) in the mapping.
+    async fn start_with(extra: impl Fn(&str) -> String) -> World {
         let key = SigningKey::generate(Alg::EcdsaP256Sha256, "k1").unwrap();
         let other_key = SigningKey::generate(Alg::EcdsaP256Sha256, "k1").unwrap();
         let second_key = SigningKey::generate(Alg::Ed25519, "t2").unwrap();
@@ -169,6 +174,7 @@ impl World {
             "mcp_authorization:\n  issuers: [\"{}\", \"{}\"]\n  allow_hosts: [127.0.0.1]\n  scopes: [items:read]\n  tools:\n    echo_post: [items:read, items:write]\n",
             as1.issuer, as2.issuer
         );
+        let text = text + &extra(&as1.issuer);
         assert!(text.contains("forward_headers"), "the fixture changed");
         let file = dir.join("oauth.yaml");
         std::fs::write(&file, text).unwrap();
@@ -579,4 +585,54 @@ async fn the_backend_gets_its_own_client_credentials_token_refreshed_before_expi
             "the client's token reached the token endpoint"
         );
     }
+}
+
+#[tokio::test]
+async fn the_tokens_principal_is_the_identity_a_business_policy_sees() {
+    // The business requires authentication for its (untiered, so privileged) tools and takes
+    // OAuth principals: the MCP token's principal is the caller, on calls and on GET streams.
+    let w = World::start_with(|iss| {
+        format!(
+            "authorization:\n  accepted_mechanisms: [oauth2_bearer]\n  oauth2_bearer:\n    issuer: \"{iss}\"\n    audience: unused\n    jwks_url: \"{iss}/jwks\"\n    allow_hosts: [127.0.0.1]\n"
+        )
+    })
+    .await;
+    let a = w.call("echo_get", &bearer(&w.token())).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert_ne!(a.body["result"]["isError"], json!(true), "{}", a.text);
+    // The token's audience is the MCP endpoint, not the business's `oauth2_bearer.audience`:
+    // the business judges the principal, not the token again.
+    let authed = reqwest::Client::builder()
+        .default_headers(
+            [(
+                reqwest::header::AUTHORIZATION,
+                format!("Bearer {}", w.token()).parse().unwrap(),
+            )]
+            .into_iter()
+            .collect(),
+        )
+        .build()
+        .unwrap();
+    let (sid, a) = initialize(&authed, &w.url, "2025-11-25").await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    let stream = authed
+        .get(&w.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &sid)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200, "{:?}", stream.headers());
+    drop(stream);
+    let anonymous = w
+        .client
+        .get(&w.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &sid)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), 401);
 }

@@ -103,7 +103,8 @@ impl HttpCredentials {
         }
     }
 
-    /// The credentials of `req`, and the connection's client certificate (a `ClientCert`
+    /// The credentials of `req`, the connection's client certificate (a `ClientCert`
+    /// extension) and the principal of its checked MCP access token (an `McpPrincipal`
     /// extension). With `keep_request`, the request is kept too (method, target, every
     /// header): what signature checks and forwarded headers read, and a copy of the headers
     /// that a configuration with neither does not pay for.
@@ -133,6 +134,10 @@ impl HttpCredentials {
         HttpCredentials {
             request,
             client_cert: req.extensions().get::<ClientCert>().cloned(),
+            mcp: req
+                .extensions()
+                .get::<Arc<super::resource::principal::McpPrincipal>>()
+                .cloned(),
             ..HttpCredentials::from_headers(headers)
         }
     }

@@ -280,7 +280,7 @@ impl Server {
     }
 
     /// Entry point for every HTTP request.
-    pub async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Response<Body> {
+    pub async fn handle(self: Arc<Self>, mut req: Request<Incoming>) -> Response<Body> {
         // Webhooks come from other hosts: the signature, not Host/Origin, vouches for them.
         if let Some(business) = req.uri().path().strip_prefix("/webhooks/") {
             let business = business.to_string();
@@ -313,10 +313,15 @@ impl Server {
             return r;
         }
         // MCP authorization: every request to the endpoint carries a valid access token.
-        let principal = match self.check_token(&req).await {
-            Ok(p) => p,
+        // Its principal rides on the request, so every credential reader (a POST's call, a GET
+        // stream's audience) sees it in place of the `Authorization` header.
+        match self.check_token(&req).await {
+            Ok(Some(p)) => {
+                req.extensions_mut().insert(p);
+            }
+            Ok(None) => {}
             Err(refused) => return refused,
-        };
+        }
         match *req.method() {
             Method::POST => {
                 // The request's HTTP credentials reach `forward` (auth) without transport types.
@@ -325,7 +330,6 @@ impl Server {
                 let keep = self.core.gateway.load().reads_http_request;
                 let mut creds = crate::auth::transport::HttpCredentials::from_request(&req, keep);
                 creds.backend_key = self.webhooks.egress.as_ref().map(|e| e.signing_key());
-                creds.mcp = principal;
                 // A caller's `traceparent` parents the call spans (when tracing is exported).
                 let parent = crate::ops::otel::extract(req.headers());
                 // Boxed where it is made: the call pipeline's state (several KiB) is then
