@@ -20,6 +20,9 @@ struct As {
     issuer: String,
     keys: Mutex<Vec<Value>>,
     jwks_fetches: AtomicUsize,
+    /// Opaque tokens -> their RFC 7662 answer (`active: false` for any other).
+    opaque: Mutex<std::collections::HashMap<String, Value>>,
+    introspections: AtomicUsize,
     /// Serve OpenID discovery appended to the issuer's path instead of RFC 8414.
     oidc: bool,
 }
@@ -32,17 +35,28 @@ impl As {
             issuer: format!("http://{addr}{path}"),
             keys: Mutex::new(keys.iter().map(|k| k.verifying_key().jwk()).collect()),
             jwks_fetches: AtomicUsize::new(0),
+            opaque: Mutex::new(Default::default()),
+            introspections: AtomicUsize::new(0),
             oidc,
         });
         let s = a.clone();
         serve_with(listener, move |req: Request<hyper::body::Incoming>| {
             let s = s.clone();
-            async move { s.answer(req.uri().path()) }
+            async move {
+                use http_body_util::BodyExt;
+                let path = req.uri().path().to_string();
+                let auth = req
+                    .headers()
+                    .get("authorization")
+                    .map(|v| v.to_str().unwrap().to_string());
+                let body = req.into_body().collect().await.unwrap().to_bytes();
+                s.answer(&path, auth.as_deref(), &body)
+            }
         });
         a
     }
 
-    fn answer(&self, path: &str) -> Response<Full<Bytes>> {
+    fn answer(&self, path: &str, auth: Option<&str>, body: &[u8]) -> Response<Full<Bytes>> {
         let u = url::Url::parse(&self.issuer).unwrap();
         let ipath = u.path().trim_end_matches('/');
         let meta = if self.oidc {
@@ -52,12 +66,29 @@ impl As {
         };
         let (status, body) = if path == meta {
             let doc = json!({"issuer": self.issuer, "jwks_uri": format!("{}/jwks", self.issuer),
+                "introspection_endpoint": format!("{}/introspect", self.issuer),
                 "token_endpoint": format!("{}/token", self.issuer),
                 "response_types_supported": ["code"]});
             (200, doc)
         } else if path == format!("{ipath}/jwks") {
             self.jwks_fetches.fetch_add(1, Ordering::SeqCst);
             (200, json!({"keys": *self.keys.lock().unwrap()}))
+        } else if path == format!("{ipath}/introspect") {
+            self.introspections.fetch_add(1, Ordering::SeqCst);
+            use base64::Engine;
+            let want = format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode("portico-rs:introspect-secret")
+            );
+            if auth != Some(want.as_str()) {
+                (401, json!({"error": "invalid_client"}))
+            } else {
+                let form: std::collections::HashMap<String, String> =
+                    url::form_urlencoded::parse(body).into_owned().collect();
+                let token = form.get("token").cloned().unwrap_or_default();
+                let doc = self.opaque.lock().unwrap().get(&token).cloned();
+                (200, doc.unwrap_or_else(|| json!({"active": false})))
+            }
         } else {
             (404, json!({"error": "not_found"}))
         };
@@ -635,4 +666,55 @@ async fn the_tokens_principal_is_the_identity_a_business_policy_sees() {
         .await
         .unwrap();
     assert_eq!(anonymous.status(), 401);
+}
+
+#[tokio::test]
+async fn opaque_tokens_are_introspected_and_the_answer_cached() {
+    let w = World::start_with(|_| {
+        "  introspection:\n    client_id: portico-rs\n    client_secret: introspect-secret\n".into()
+    })
+    .await;
+    let t = now();
+    let answer = |aud: &str, exp: i64, scope: &str| {
+        json!({"active": true, "iss": w.as1.issuer, "sub": "carol", "client_id": "cli-9",
+               "aud": aud, "exp": exp, "scope": scope})
+    };
+    {
+        let mut o = w.as1.opaque.lock().unwrap();
+        o.insert("op-good".into(), answer(&w.resource, t + 300, "items:read"));
+        o.insert(
+            "op-elsewhere".into(),
+            answer("https://other.example/mcp", t + 300, "items:read"),
+        );
+        o.insert(
+            "op-expired".into(),
+            answer(&w.resource, t - 600, "items:read"),
+        );
+    }
+    let a = w.call("echo_get", &bearer("op-good")).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    let a = w.call("echo_get", &bearer("op-good")).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    // The first issuer said active; the answer is reused (one introspection in all).
+    assert_eq!(w.as1.introspections.load(Ordering::SeqCst), 1);
+    let a = w.call("echo_post", &bearer("op-good")).await;
+    assert_eq!(a.status, 403, "{}", a.text);
+    for (token, why) in [
+        ("op-unknown", "the token is not active"),
+        (
+            "op-elsewhere",
+            "the token is not for this resource (audience)",
+        ),
+        ("op-expired", "the token has expired"),
+    ] {
+        let a = w.call("echo_get", &bearer(token)).await;
+        assert_eq!(a.status, 401, "{token}: {}", a.text);
+        assert_eq!(
+            a.headers["www-authenticate"],
+            w.invalid(why).as_str(),
+            "{token}"
+        );
+    }
+    let backend = serde_json::to_string(&*w.seen.requests.lock().unwrap()).unwrap();
+    assert!(!backend.contains("op-good"), "{backend}");
 }

@@ -18,6 +18,8 @@ pub const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(5);
 pub struct Discovered {
     /// The keys at its `jwks_uri` (fetched, cached and refetched on an unknown `kid`).
     pub jwks: Jwks,
+    /// Its RFC 7662 `introspection_endpoint`, checked like `jwks_uri`.
+    pub introspection: Option<String>,
 }
 
 /// A trusted issuer and what was learned of it.
@@ -62,6 +64,11 @@ impl Issuer {
             state: Mutex::new(State::default()),
             refresh: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// The fetch limits for this issuer's URLs.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
     }
 
     fn cached(&self) -> Option<Result<Arc<Discovered>, String>> {
@@ -122,7 +129,17 @@ impl Issuer {
             fetch::check_target(jwks_uri, &self.limits)
                 .await
                 .map_err(|e| format!("jwks_uri: {e}"))?;
+            let introspection = match doc.get("introspection_endpoint").and_then(Value::as_str) {
+                Some(u) => {
+                    fetch::check_target(u, &self.limits)
+                        .await
+                        .map_err(|e| format!("introspection_endpoint: {e}"))?;
+                    Some(u.to_string())
+                }
+                None => None,
+            };
             return Ok(Discovered {
+                introspection,
                 jwks: Jwks::Url {
                     url: jwks_uri.to_string(),
                     limits: self.limits.clone(),

@@ -3,6 +3,7 @@
 //! check of each MCP request's access token, and the scopes each tool needs.
 //! It must never log, echo or forward an access token, or fetch from an issuer not configured.
 
+pub mod introspect;
 pub mod issuer;
 pub mod principal;
 pub mod spec;
@@ -46,6 +47,8 @@ impl Default for Options {
 /// The settings in force for one request (command line and the loaded mappings).
 #[derive(Debug, Clone, Default)]
 pub struct Effective {
+    /// Introspection client credentials (opaque tokens), from the mappings.
+    pub introspection: Option<spec::Introspection>,
     pub issuers: Vec<String>,
     pub resource: Option<String>,
     pub allow_hosts: Vec<String>,
@@ -91,6 +94,7 @@ impl ResourceServer {
         let mut allow_hosts = self.options.allow_hosts.clone();
         allow_hosts.extend(mapped.allow_hosts.iter().cloned());
         Some(Effective {
+            introspection: mapped.introspection.clone(),
             issuers,
             resource: self
                 .options
@@ -169,13 +173,27 @@ impl ResourceServer {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
         let leeway = self.options.leeway;
-        let found = token::validate(token, resource, leeway, now, |iss| {
-            eff.issuers
-                .iter()
-                .find(|i| i.as_str() == iss)
-                .and_then(|i| self.issuer(i, &eff.allow_hosts))
-        })
-        .await;
+        // Not a compact JWS: an opaque token, for the issuers' introspection endpoints.
+        let opaque = token.split('.').count() != 3;
+        let found = match &eff.introspection {
+            Some(client) if opaque => {
+                let issuers: Vec<_> = eff
+                    .issuers
+                    .iter()
+                    .filter_map(|i| self.issuer(i, &eff.allow_hosts))
+                    .collect();
+                introspect::introspect(token, resource, leeway, now, client, &issuers).await
+            }
+            _ => {
+                token::validate(token, resource, leeway, now, |iss| {
+                    eff.issuers
+                        .iter()
+                        .find(|i| i.as_str() == iss)
+                        .and_then(|i| self.issuer(i, &eff.allow_hosts))
+                })
+                .await
+            }
+        };
         match found {
             Ok(p) => Ok(McpPrincipal {
                 token: p,

@@ -34,12 +34,42 @@ pub struct McpAuthorizationSpec {
     /// Tool -> scopes, over everything else.
     #[serde(default)]
     pub tools: IndexMap<String, Vec<String>>,
+    /// Opaque access tokens: portico's client at the issuers' introspection endpoints
+    /// (RFC 7662).
+    #[serde(default)]
+    pub introspection: Option<IntrospectionSpec>,
+}
+
+/// `mcp_authorization.introspection`: how portico authenticates to introspection endpoints.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IntrospectionSpec {
+    pub client_id: String,
+    /// Use `${ENV_VAR}`.
+    pub client_secret: String,
+}
+
+/// Introspection client credentials, compiled (the secret never in `Debug`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Introspection {
+    pub client_id: String,
+    pub client_secret: String,
+}
+
+impl std::fmt::Debug for Introspection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Introspection")
+            .field("client_id", &self.client_id)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The scopes each tool of one business needs (compiled `mcp_authorization`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ToolScopes {
     pub tools: HashMap<String, Vec<String>>,
+    /// The file's introspection credentials, `${ENV}` resolved.
+    pub introspection: Option<Introspection>,
 }
 
 impl ToolScopes {
@@ -57,11 +87,16 @@ pub struct McpAuthorization {
     pub allow_hosts: Vec<String>,
     /// Every scope any tool needs, sorted (`scopes_supported`).
     pub scopes: Vec<String>,
+    /// Introspection client credentials (the first file's).
+    pub introspection: Option<Introspection>,
 }
 
 impl McpAuthorization {
     /// Adds one file's section (issuers and hosts are merged; the first `resource` wins).
     pub fn merge(&mut self, spec: &McpAuthorizationSpec, scopes: &ToolScopes) {
+        if self.introspection.is_none() {
+            self.introspection = scopes.introspection.clone();
+        }
         for i in &spec.issuers {
             if !self.issuers.contains(i) {
                 self.issuers.push(i.clone());
@@ -183,6 +218,23 @@ pub fn compile(
             ));
         }
     }
+    let introspection = match &spec.introspection {
+        None => None,
+        Some(i) => match crate::util::env::substitute_env(&i.client_secret) {
+            Ok(secret) => Some(Introspection {
+                client_id: i.client_id.clone(),
+                client_secret: secret,
+            }),
+            Err(e) => {
+                diags.push(err(
+                    &["introspection", "client_secret"],
+                    format!("introspection client secret: {e}"),
+                    "set the variable, or write the value with ${NAME}",
+                ));
+                None
+            }
+        },
+    };
     if !diags.is_empty() {
         return Err(diags);
     }
@@ -198,5 +250,8 @@ pub fn compile(
             (name.clone(), scopes)
         })
         .collect();
-    Ok(ToolScopes { tools })
+    Ok(ToolScopes {
+        tools,
+        introspection,
+    })
 }
