@@ -119,6 +119,9 @@ async def main(mode: str, flow: str, url: str, issuer: str) -> None:
     async with httpx2.AsyncClient(auth=provider, timeout=30) as http:
         transport = streamable_http_client(url, http_client=http)
         async with Client(transport, mode=mode, read_timeout_seconds=30) as client:
+            want = {"auto": "2026-07-28", "legacy": "2025-11-25"}[mode]
+            if client.protocol_version != want:
+                fail(tag, f"{want} negotiated (got {client.protocol_version})")
             tools = (await client.list_tools()).tools
             names = [t.name for t in tools]
             if "usp_services_list" not in names:
