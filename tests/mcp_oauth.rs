@@ -205,7 +205,12 @@ impl World {
             "mcp_authorization:\n  issuers: [\"{}\", \"{}\"]\n  allow_hosts: [127.0.0.1]\n  scopes: [items:read]\n  tools:\n    echo_post: [items:read, items:write]\n",
             as1.issuer, as2.issuer
         );
-        let text = text + &extra(&as1.issuer);
+        // The token's principal (never the token) is a transform input: `$meta.principal`.
+        let text = text.replace(
+            "    query: { tag: .tag }\n",
+            "    query: { tag: .tag }\n    headers: { X-Principal: '$meta.principal.subject + \"/\" + $meta.principal.client_id' }\n",
+        ) + &extra(&as1.issuer);
+        assert!(text.contains("X-Principal"), "the fixture changed");
         assert!(text.contains("forward_headers"), "the fixture changed");
         let file = dir.join("oauth.yaml");
         std::fs::write(&file, text).unwrap();
@@ -499,6 +504,7 @@ async fn the_backend_never_receives_the_clients_token() {
     // `forward_headers` lists `authorization`: the MCP token is still not forwarded; the
     // backend gets its own credential instead.
     assert_eq!(seen[0]["headers"]["authorization"], "Bearer bt-1", "{text}");
+    assert_eq!(seen[0]["headers"]["x-principal"], "alice/cli-1", "{text}");
     // A refused call never reaches the backend; the scope is checked before the arguments.
     let before = w.seen.requests.lock().unwrap().len();
     let a = w

@@ -18,12 +18,23 @@ pub fn meta_for(tool: &Tool, call: &Call) -> Value {
     }
 }
 
-/// JSON view of the metadata for transforms (`$meta`).
+/// JSON view of the metadata for transforms (`$meta`), with the principal of the request's
+/// MCP access token (never the token) when MCP authorization checked one.
 pub fn meta_json(call: &Call) -> Value {
+    let principal = crate::auth::transport::mcp_principal().map(|m| {
+        json!({
+            "id": m.id(),
+            "issuer": m.token.issuer,
+            "subject": m.token.subject,
+            "client_id": m.token.client_id,
+            "scopes": m.token.scopes,
+        })
+    });
     json!({
         "profile": call.meta.profile,
         "idempotency_key": call.meta.idempotency_key,
         "correlation_id": call.meta.correlation_id,
+        "principal": principal,
     })
 }
 
