@@ -136,6 +136,9 @@ fn reason(reply: &Reply) -> Option<String> {
 }
 
 async fn run(tool: &Tool, args: Value) -> Reply {
+    if let Err(reply) = crate::auth::scoped(tool) {
+        return reply;
+    }
     let presented = crate::auth::presented(tool, &args);
     let call = match prepare(tool, args) {
         Ok(c) => c,

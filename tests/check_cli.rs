@@ -352,3 +352,75 @@ fn facade_mappings_are_checked_with_line_and_fix() {
     // A folder of facade mappings only is not a folder without mappings.
     assert!(!text.contains("no mapping files"), "{text}");
 }
+
+#[test]
+fn mcp_authorization_mistakes_point_at_file_line_and_fix() {
+    let d = workdir("mcp-authorization");
+    const TOOLS: &str =
+        "tools:\n  usp_bookings_get:\n    http: GET /b/{booking_id}\nmcp_authorization:\n";
+    let cases: &[(&str, usize, &[&str])] = &[
+        (
+            "  issuers: [http://login.example.com]\n",
+            10,
+            &[
+                "must be https",
+                "hint: write the authorization server's issuer",
+            ],
+        ),
+        (
+            "  issuers: [https://login.example.com]\n  tiers:\n    gold: [a]\n",
+            11,
+            &["`gold` is not an access tier", "hint: use public"],
+        ),
+        (
+            "  tools:\n    usp_nope: [a]\n",
+            11,
+            &[
+                "`usp_nope` is not a tool of this mapping",
+                "hint: name a tool",
+            ],
+        ),
+        (
+            "  scopes: [\"a b\"]\n",
+            9,
+            &[
+                "`a b` is not a scope token",
+                "hint: a scope is visible ASCII",
+            ],
+        ),
+        (
+            "  resource: not-a-uri\n",
+            10,
+            &[
+                "is not an absolute http(s) URI",
+                "hint: write the public URL",
+            ],
+        ),
+    ];
+    let cases: Vec<(String, usize, &[&str])> = cases
+        .iter()
+        .map(|(b, l, f)| (format!("{TOOLS}{b}"), *l, *f))
+        .collect();
+    let borrowed: Vec<(&str, usize, &[&str])> =
+        cases.iter().map(|(b, l, f)| (b.as_str(), *l, *f)).collect();
+    expect_mistakes(&d, HEAD, &borrowed);
+}
+
+#[test]
+fn backend_oauth_mistakes_point_at_file_line_and_fix() {
+    let d = workdir("backend-oauth");
+    const OAUTH: &str = "  oauth:\n    client_id: portico\n";
+    let cases: &[(&str, usize, &[&str])] = &[
+        (
+            "    token_url: http://as.example/token\n    client_secret: s\ntools: {}\n",
+            8,
+            &["is not an https URL", "hint: write the token endpoint"],
+        ),
+        (
+            "    token_url: https://as.example/token\n    client_secret: ${PORTICO_TEST_UNSET_SECRET_VAR}\ntools: {}\n",
+            9,
+            &["client secret:", "hint: set the variable"],
+        ),
+    ];
+    expect_mistakes(&d, &format!("{HEAD}{OAUTH}"), cases);
+}

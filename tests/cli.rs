@@ -211,6 +211,26 @@ fn exit_codes_follow_the_documented_table() {
             "/no/such.key",
         ],
         vec!["serve", fixture, "--otlp-endpoint", "not a url"],
+        // MCP authorization: `serve` trusts https issuers only; a resource must be a URI.
+        vec![
+            "serve",
+            fixture,
+            "--listen",
+            "127.0.0.1:0",
+            "--oauth-issuer",
+            "http://127.0.0.1:9400",
+        ],
+        vec![
+            "serve",
+            fixture,
+            "--listen",
+            "127.0.0.1:0",
+            "--oauth-issuer",
+            "https://as.example",
+            "--oauth-resource",
+            "mcp",
+        ],
+        vec!["demo", "--port", "0", "--oauth-issuer", "http://as.example"],
     ] {
         let out = run(&args);
         assert_eq!(code(&out), Some(1), "{args:?}: {}", text(&out));
@@ -355,4 +375,29 @@ fn serve_announces_endpoints_businesses_and_tools_on_the_log() {
         assert_eq!(line["fields"]["backend"], b.backend.base.as_str());
     }
     common::terminate(child);
+}
+
+/// `PORTICO_OAUTH_ISSUER` is `--oauth-issuer` (comma-separated): each value is checked.
+#[test]
+fn the_oauth_issuer_variable_sets_the_flag() {
+    let fixture = plain_fixture();
+    let out = portico()
+        .args([
+            "serve",
+            fixture.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .env(
+            "PORTICO_OAUTH_ISSUER",
+            "https://as.example,http://as2.example",
+        )
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("--oauth-issuer: issuer `http://as2.example` must be https"),
+        "{}",
+        text(&out)
+    );
 }

@@ -3,7 +3,7 @@
 //! never logs or echoes a credential, and never accepts an unknown mechanism or a `cnf`-bound
 //! credential without its proof.
 
-use super::jws::{Jws, JwsError};
+use super::jws::Jws;
 use super::policy::{Mechanism, Policy};
 use super::store::stores;
 use super::types::{Asked, Principal, Refusal, now};
@@ -79,37 +79,14 @@ async fn oauth(policy: &Policy, token: &str) -> Result<Principal, Refusal> {
     let alg = jws
         .alg(&o.algorithms)
         .map_err(|e| Refusal::invalid(format!("bearer token: {e}")))?;
-    let kid = jws.kid();
-    let mut result = Err(JwsError::NoKey);
-    for force in [false, true] {
-        let keys = o.jwks.keys(force).await.map_err(|e| {
-            tracing::warn!(error = %e, "the OAuth JWKS is unavailable");
-            Refusal::new(
-                FailureKind::Unavailable,
-                "service_unavailable",
-                "the token issuer's keys are unavailable",
-            )
-        })?;
-        let candidates: Vec<_> = keys
-            .iter()
-            .filter(|k| kid.is_none_or(|kid| k.kid() == kid))
-            .collect();
-        if candidates.is_empty() {
-            continue;
-        }
-        result = Err(JwsError::KeyMismatch);
-        for k in candidates {
-            match jws.verify(alg, k) {
-                Ok(()) => {
-                    result = Ok(());
-                    break;
-                }
-                Err(JwsError::KeyMismatch) => {}
-                Err(e) => result = Err(e),
-            }
-        }
-        break;
-    }
+    let result = o.jwks.verify(&jws, alg).await.map_err(|e| {
+        tracing::warn!(error = %e, "the OAuth JWKS is unavailable");
+        Refusal::new(
+            FailureKind::Unavailable,
+            "service_unavailable",
+            "the token issuer's keys are unavailable",
+        )
+    })?;
     result.map_err(|e| Refusal::invalid(format!("bearer token: {e}")))?;
     let c = &jws.claims;
     let t = now();
@@ -153,6 +130,24 @@ async fn oauth(policy: &Policy, token: &str) -> Result<Principal, Refusal> {
         jkt: None,
         only: None,
     })
+}
+
+/// The principal of an access token MCP authorization accepted: the same id an `oauth2_bearer`
+/// token of that issuer and subject gets, a business principal when it holds the policy's
+/// `business_scope`.
+fn mcp_principal(policy: &Policy, m: &super::resource::McpPrincipal) -> Principal {
+    let business = policy
+        .oauth
+        .as_ref()
+        .and_then(|o| o.business_scope.as_deref())
+        .is_some_and(|want| m.token.scopes.iter().any(|s| s == want));
+    Principal {
+        id: m.id(),
+        mechanism: Mechanism::OAuth2Bearer,
+        business,
+        jkt: None,
+        only: None,
+    }
 }
 
 /// The connection's verified client certificate as a principal (`mtls`).
@@ -372,7 +367,11 @@ pub(super) async fn authenticate(
     http: &transport::HttpCredentials,
 ) -> Result<Option<Principal>, Refusal> {
     let meta = meta_auth(asked.authorization)?;
-    let http_bearer = bearer_token(http)?;
+    // A token MCP authorization checked is the endpoint's, not one of this business's.
+    let http_bearer = match http.mcp {
+        Some(_) => None,
+        None => bearer_token(http)?,
+    };
     // A booking-scoped credential, wherever it rides, is judged first and alone.
     let meta_cred = meta.as_ref().and_then(|m| m.credential);
     let meta_proof = meta.as_ref().and_then(|m| m.proof);
@@ -451,6 +450,10 @@ pub(super) async fn authenticate(
                 "`_meta.usp.authorization` carries no credential",
             )),
         },
+        // The MCP access token's principal, for a business that takes OAuth principals.
+        None if http.mcp.is_some() && policy.accepts(Mechanism::OAuth2Bearer) => {
+            Ok(http.mcp.as_deref().map(|m| mcp_principal(policy, m)))
+        }
         // The connection's certificate, when nothing in the request authenticates.
         None if http.client_cert.is_some() && policy.accepts(Mechanism::Mtls) => {
             mtls(policy, http.client_cert.as_ref()).map(Some)

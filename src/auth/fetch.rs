@@ -1,4 +1,5 @@
-//! Fetching documents the security layer needs from other parties (JWK Sets, profiles): https
+//! Fetching documents the security layer needs from other parties (JWK Sets, profiles,
+//! authorization server metadata, token introspection answers): https
 //! only, no redirects, a size cap, a time limit, and no private, loopback or link-local address
 //! unless the host is explicitly allowed. It must never follow a redirect or read an unbounded body.
 
@@ -140,6 +141,23 @@ pub async fn check_target(url: &str, limits: &Limits) -> Result<Target, FetchErr
 
 /// GETs `url` within `limits`; the body bytes of a 2xx answer.
 pub async fn get(url: &str, limits: &Limits) -> Result<Vec<u8>, FetchError> {
+    send(url, limits, None).await
+}
+
+/// A form POST (`form`: the urlencoded body) with HTTP Basic client authentication, within
+/// `limits`: RFC 7662 token introspection.
+pub struct Form<'a> {
+    pub user: &'a str,
+    pub password: &'a str,
+    pub body: String,
+}
+
+/// POSTs `form` to `url` within `limits`; the body bytes of a 2xx answer.
+pub async fn post_form(url: &str, limits: &Limits, form: Form<'_>) -> Result<Vec<u8>, FetchError> {
+    send(url, limits, Some(form)).await
+}
+
+async fn send(url: &str, limits: &Limits, form: Option<Form<'_>>) -> Result<Vec<u8>, FetchError> {
     let Target {
         url: u,
         host: bare,
@@ -153,8 +171,15 @@ pub async fn get(url: &str, limits: &Limits) -> Result<Vec<u8>, FetchError> {
         .build()
         .map_err(|e| FetchError::Transport(e.to_string()))?;
     let work = async {
-        let resp = client
-            .get(u.clone())
+        let req = match form {
+            None => client.get(u.clone()),
+            Some(f) => client
+                .post(u.clone())
+                .basic_auth(f.user, Some(f.password))
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(f.body),
+        };
+        let resp = req
             .header("accept", "application/json")
             .send()
             .await

@@ -13,6 +13,7 @@ pub mod jws;
 pub mod limit;
 pub mod policy;
 pub mod pop;
+pub mod resource;
 pub mod respsig;
 pub mod store;
 pub mod transport;
@@ -121,6 +122,39 @@ async fn decide(
         None => {}
     }
     Ok(Grant { principal: Some(p) })
+}
+
+/// MCP authorization's scope check of a call of `tool`: the request's access token must hold
+/// every scope the tool needs. Runs first, before the arguments are read, so a client without
+/// the scope is told to step up whatever it sent. Passes when MCP authorization is off.
+pub fn scoped(tool: &Tool) -> Result<(), Reply> {
+    let Some(m) = transport::mcp_principal() else {
+        return Ok(());
+    };
+    let need = tool.business.scopes.of(&tool.name);
+    let Some(lacking) = m.lacks(need) else {
+        return Ok(());
+    };
+    tracing::info!(business = %tool.business.name, tool = %tool.name, principal = %m.id(), client_id = m.token.client_id.as_deref().unwrap_or(""), scope = lacking, "call refused: insufficient scope");
+    Err(insufficient_scope(&m, need, lacking))
+}
+
+/// The `403 insufficient_scope` answer of MCP authorization (an HTTP answer before JSON-RPC,
+/// whatever the binding: the token is the MCP endpoint's, not the business's).
+fn insufficient_scope(m: &resource::McpPrincipal, need: &[String], lacking: &str) -> Reply {
+    Reply::Error(RpcError {
+        code: HTTP_PROBLEM,
+        message: "Forbidden".into(),
+        data: Some(json!({
+            "type": "about:blank",
+            "title": "Insufficient scope",
+            "status": 403,
+            "code": "insufficient_scope",
+            "detail": format!("this tool needs the scope `{lacking}`"),
+            "challenge": m.insufficient_scope(need),
+        })),
+        http_status: Some(403),
+    })
 }
 
 /// Applies the business's rate limits to a call that passed authorization.

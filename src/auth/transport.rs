@@ -58,6 +58,10 @@ pub struct HttpCredentials {
     pub client_cert: Option<ClientCert>,
     /// The key backend requests are signed with (the serving listener's webhook key).
     pub backend_key: Option<Arc<crate::webhook::keys::SigningKey>>,
+    /// The principal of the request's MCP access token, when MCP authorization checked one
+    /// (the `Authorization` header was that token: it is not a business credential, and is
+    /// never forwarded).
+    pub mcp: Option<Arc<super::resource::principal::McpPrincipal>>,
 }
 
 impl fmt::Debug for HttpCredentials {
@@ -95,10 +99,12 @@ impl HttpCredentials {
             request: None,
             client_cert: None,
             backend_key: None,
+            mcp: None,
         }
     }
 
-    /// The credentials of `req`, and the connection's client certificate (a `ClientCert`
+    /// The credentials of `req`, the connection's client certificate (a `ClientCert`
+    /// extension) and the principal of its checked MCP access token (an `McpPrincipal`
     /// extension). With `keep_request`, the request is kept too (method, target, every
     /// header): what signature checks and forwarded headers read, and a copy of the headers
     /// that a configuration with neither does not pay for.
@@ -128,6 +134,10 @@ impl HttpCredentials {
         HttpCredentials {
             request,
             client_cert: req.extensions().get::<ClientCert>().cloned(),
+            mcp: req
+                .extensions()
+                .get::<Arc<super::resource::principal::McpPrincipal>>()
+                .cloned(),
             ..HttpCredentials::from_headers(headers)
         }
     }
@@ -186,6 +196,12 @@ pub fn backend_key() -> Option<Arc<crate::webhook::keys::SigningKey>> {
 /// The current MCP HTTP request (`None` over stdio).
 pub fn request() -> Option<Arc<RequestInfo>> {
     HTTP.try_with(|c| c.request.clone()).ok().flatten()
+}
+
+/// The principal of the current request's MCP access token (`None`: MCP authorization is off,
+/// or stdio).
+pub fn mcp_principal() -> Option<Arc<super::resource::principal::McpPrincipal>> {
+    HTTP.try_with(|c| c.mcp.clone()).ok().flatten()
 }
 
 /// The current request's HTTP credentials (`None` over stdio).

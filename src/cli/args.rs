@@ -13,7 +13,8 @@ Examples:
   portico serve mappings/
   portico serve --config /etc/portico --listen 0.0.0.0:8080 --admin-addr 0.0.0.0:9090
   PORTICO_CONFIG=mappings/ PORTICO_LISTEN=127.0.0.1:8080 portico serve
-  portico serve mappings/demo-spa.yaml --tls-cert tls.crt --tls-key tls.key --log-format text";
+  portico serve mappings/demo-spa.yaml --tls-cert tls.crt --tls-key tls.key --log-format text
+  portico serve mappings/ --oauth-issuer https://login.example.com --oauth-resource https://mcp.example.com/mcp";
 
 const STDIO_EXAMPLES: &str = "\
 Examples:
@@ -25,7 +26,8 @@ const DEMO_EXAMPLES: &str = "\
 Examples:
   portico demo
   portico demo --port 9200 --fixtures
-  portico demo --secure";
+  portico demo --secure
+  portico demo --oauth-issuer http://127.0.0.1:9400";
 
 const FACADE_EXAMPLES: &str = "\
 Examples:
@@ -261,6 +263,25 @@ pub struct ServeArgs {
     /// continue a caller's W3C `traceparent` and send one to the backends.
     #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
     pub otlp_endpoint: Option<String>,
+    #[command(flatten)]
+    pub oauth: OAuthArgs,
+}
+
+/// MCP authorization: portico as an OAuth 2.1 resource server (docs/security.md).
+#[derive(clap::Args, Debug, Default)]
+pub struct OAuthArgs {
+    /// Trust access tokens of this OAuth authorization server (its issuer URL, https;
+    /// repeatable, or comma-separated): every request to the MCP endpoint then needs one.
+    #[arg(
+        long = "oauth-issuer",
+        env = "PORTICO_OAUTH_ISSUER",
+        value_delimiter = ','
+    )]
+    pub oauth_issuers: Vec<String>,
+    /// The canonical URI of the MCP endpoint, the tokens' audience (default: the request's
+    /// scheme, Host and endpoint path; set it behind an ingress).
+    #[arg(long, env = "PORTICO_OAUTH_RESOURCE")]
+    pub oauth_resource: Option<String>,
 }
 
 // The flags of `Stdio`; the variant's doc comment is the subcommand's help.
@@ -296,6 +317,10 @@ pub struct DemoArgs {
     /// Require authentication for privileged tools (prints how to authenticate).
     #[arg(long, env = "PORTICO_DEMO_SECURE")]
     pub secure: bool,
+    /// MCP authorization for trying it locally (an `http://127.0.0.1` issuer is accepted
+    /// here, with a warning).
+    #[command(flatten)]
+    pub oauth: OAuthArgs,
 }
 
 // The flags of `Facade`; the variant's doc comment is the subcommand's help.

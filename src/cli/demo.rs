@@ -12,10 +12,18 @@ pub async fn demo(args: DemoArgs) -> ExitCode {
         port,
         fixtures,
         secure,
+        oauth,
     } = args;
     let stop_signal = shutdown_signal();
     init_logging();
-    let demo = match portico::demo::start_opts(port, fixtures, secure).await {
+    let oauth = match super::serve::oauth_options(oauth, true) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{e}");
+            return Exit::Invalid.into();
+        }
+    };
+    let demo = match portico::demo::start_full(port, fixtures, secure, oauth).await {
         Ok(d) => d,
         Err(e) => {
             eprintln!("{e}");

@@ -1,7 +1,7 @@
 //! `portico serve` and `portico stdio`: the MCP gateway over HTTP or stdin/stdout.
 //! It wires library modules together; it never holds protocol logic.
 
-use super::args::{ServeArgs, StdioArgs};
+use super::args::{OAuthArgs, ServeArgs, StdioArgs};
 use super::common::{
     Exit, banner, finish, init_logging, load_config, load_webhook_key, refused, shutdown_signal,
     start_tracing,
@@ -11,6 +11,46 @@ use portico::mcp::handler::ServerInfo;
 use portico::mcp::http::HttpOptions;
 use portico::ops::reload::Watch;
 use std::process::ExitCode;
+
+/// MCP authorization's settings from `--oauth-issuer` / `--oauth-resource`: issuers must be
+/// https; `demo` also accepts a plain-http loopback issuer (with a warning).
+pub(super) fn oauth_options(
+    args: OAuthArgs,
+    demo: bool,
+) -> Result<portico::auth::resource::Options, String> {
+    use portico::auth::resource::spec::issuer_ok;
+    let mut allow_hosts = Vec::new();
+    for i in &args.oauth_issuers {
+        let loopback = url::Url::parse(i).ok().and_then(|u| {
+            let h = u.host_str()?.trim_matches(['[', ']']).to_string();
+            (u.scheme() == "http" && matches!(h.as_str(), "127.0.0.1" | "localhost" | "::1"))
+                .then_some(h)
+        });
+        match loopback {
+            Some(h) if demo => {
+                tracing::warn!(issuer = %i, "a plain-http loopback issuer is accepted for the demo only; `portico serve` refuses it");
+                eprintln!("warning: --oauth-issuer {i}: plain http, accepted for the demo only");
+                allow_hosts.push(h);
+            }
+            _ => issuer_ok(i, &[]).map_err(|e| format!("--oauth-issuer: {e}"))?,
+        }
+    }
+    if let Some(r) = &args.oauth_resource {
+        let ok = url::Url::parse(r)
+            .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.fragment().is_none());
+        if !ok {
+            return Err(format!(
+                "--oauth-resource: `{r}` is not an absolute http(s) URI without a fragment"
+            ));
+        }
+    }
+    Ok(portico::auth::resource::Options {
+        issuers: args.oauth_issuers,
+        resource: args.oauth_resource,
+        allow_hosts,
+        leeway: 60,
+    })
+}
 
 /// Runs `portico serve`.
 pub async fn serve(args: ServeArgs) -> ExitCode {
@@ -39,7 +79,12 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
         tls_client_ca,
         limits,
         otlp_endpoint,
+        oauth,
     } = args;
+    let oauth = match refused(oauth_options(oauth, false)) {
+        Ok(o) => o,
+        Err(code) => return code.into(),
+    };
     portico::idempotency::set_budget(idempotency_bytes);
     let stop_signal = shutdown_signal();
     let config = config.all();
@@ -86,6 +131,7 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
         },
         tls,
         limits: limits.limits(),
+        oauth,
         ..HttpOptions::default()
     };
     sessions.apply(&mut opts);

@@ -26,6 +26,8 @@ pub struct Backend {
     pub forward_headers: Vec<HeaderName>,
     /// Sign each request with portico's key (`backend.sign_requests`).
     pub sign_requests: bool,
+    /// OAuth client credentials for the backend's own authorization server (`backend.oauth`).
+    pub oauth: Option<Arc<crate::upstream::oauth::ClientCredentials>>,
 }
 
 impl fmt::Debug for Backend {
@@ -60,6 +62,8 @@ pub struct Business {
     pub webhooks: Option<Arc<crate::webhook::config::WebhookConfig>>,
     /// Inbound authentication, when the mapping declares `authorization`.
     pub auth: Option<Arc<crate::auth::policy::Policy>>,
+    /// The OAuth scopes each tool needs under MCP authorization (`mcp_authorization`).
+    pub scopes: crate::auth::resource::spec::ToolScopes,
     /// Rate limits (`rate_limits`); none by default.
     pub limits: crate::auth::limit::Limits,
     /// VRP transport attestations (`vrp`).

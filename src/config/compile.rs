@@ -46,6 +46,8 @@ pub struct Gateway {
     /// Whether any business reads the client's HTTP request itself (an authorization policy
     /// with `signatures`, or `backend.forward_headers`): the MCP edge keeps a copy only then.
     pub reads_http_request: bool,
+    /// MCP authorization as the mapping files declare it (issuers, resource, every scope).
+    pub mcp_authorization: crate::auth::resource::spec::McpAuthorization,
 }
 
 /// Checks the `discovery` section: an absolute endpoint URL, a `YYYY-MM-DD` version, public
@@ -159,12 +161,14 @@ pub fn load(paths: &[PathBuf]) -> Result<Gateway, Vec<Diagnostic>> {
     let mut tools: IndexMap<String, Arc<Tool>> = IndexMap::new();
     let mut owners: HashMap<String, PathBuf> = HashMap::new();
     let mut businesses = Vec::new();
+    let mut mcp_authorization = crate::auth::resource::spec::McpAuthorization::default();
     let mut resources: Vec<Arc<Resource>> = Vec::new();
     let mut prompts: IndexMap<String, Arc<Prompt>> = IndexMap::new();
     for file in &files {
         match compile_file(file, &mut sources, &mut docs, &mut diags) {
             Some(Compiled {
                 business,
+                mcp_authorization: file_mcp,
                 tools: compiled,
                 resources: file_resources,
                 prompts: file_prompts,
@@ -198,6 +202,9 @@ pub fn load(paths: &[PathBuf]) -> Result<Gateway, Vec<Diagnostic>> {
                     owners.insert(t.name.clone(), file.clone());
                     tools.insert(t.name.clone(), Arc::new(t));
                 }
+                if let Some(spec) = &file_mcp {
+                    mcp_authorization.merge(spec, &business.scopes);
+                }
                 businesses.push(business);
             }
             None => continue,
@@ -219,6 +226,7 @@ pub fn load(paths: &[PathBuf]) -> Result<Gateway, Vec<Diagnostic>> {
             || b.auth.as_ref().is_some_and(|p| p.signatures.is_some())
     });
     Ok(Gateway {
+        mcp_authorization,
         reads_http_request,
         tools,
         businesses,
@@ -249,6 +257,8 @@ fn defined_twice(file: &Path, text: &str, section: &str, key: &str) -> Diagnosti
 /// One mapping file, compiled.
 struct Compiled {
     business: Arc<Business>,
+    /// The file's `mcp_authorization`, for the gateway-wide settings.
+    mcp_authorization: Option<crate::auth::resource::spec::McpAuthorizationSpec>,
     tools: Vec<Tool>,
     resources: Vec<Resource>,
     prompts: Vec<Prompt>,
@@ -536,7 +546,32 @@ fn compile_file(
         None => unchecked_backend(&spec.business)?,
     };
     check_discovery(file, &text, &spec.discovery, diags);
+    let scopes = match &spec.mcp_authorization {
+        None => Default::default(),
+        Some(m) => {
+            let tools: Vec<(String, crate::auth::policy::Tier)> = spec
+                .tools
+                .keys()
+                .map(|t| {
+                    let access = doc.method(t).and_then(|m| m.access.clone());
+                    let tier = match &auth {
+                        Some(p) => p.tier(t, access.as_deref()),
+                        None => access
+                            .as_deref()
+                            .and_then(crate::auth::policy::Tier::parse)
+                            .unwrap_or(crate::auth::policy::Tier::Platform),
+                    };
+                    (t.clone(), tier)
+                })
+                .collect();
+            crate::auth::resource::spec::compile(m, file, &text, &tools).unwrap_or_else(|ds| {
+                diags.extend(ds);
+                Default::default()
+            })
+        }
+    };
     let business = Arc::new(Business {
+        scopes,
         name: spec.business.clone(),
         file: file.to_path_buf(),
         binding,
@@ -590,6 +625,7 @@ fn compile_file(
     let prompts = surface::prompts(file, &text, &spec, diags);
     let errors_after = diags.iter().filter(|d| d.is_error()).count();
     (errors_after == errors_before).then_some(Compiled {
+        mcp_authorization: spec.mcp_authorization.clone(),
         business,
         tools,
         resources,

@@ -150,7 +150,12 @@ pub(super) fn compile_backend(
     let pool = authority
         .and_then(|a| crate::upstream::pool::Pool::new(&a, connect))
         .map(Arc::new);
+    let oauth = b
+        .oauth
+        .as_ref()
+        .and_then(|o| backend_oauth(o, file, text, diags));
     Some(Backend {
+        oauth,
         base,
         client,
         pool,
@@ -184,6 +189,7 @@ pub(super) fn unchecked_backend(business: &str) -> Option<Backend> {
         ),
         forward_headers: Vec::new(),
         sign_requests: false,
+        oauth: None,
     })
 }
 
@@ -254,4 +260,58 @@ fn compile_forward_headers(
         }
     }
     ok.then_some(names)
+}
+
+/// Compiles `backend.oauth`: the token URL (https, or http to a loopback host) and the secret's
+/// `${ENV}`.
+fn backend_oauth(
+    o: &super::mapping::BackendOAuthSpec,
+    file: &Path,
+    text: &str,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Arc<crate::upstream::oauth::ClientCredentials>> {
+    let err = |field: &str, msg: String, hint: &str| {
+        Diagnostic::error(file, msg)
+            .line(locate_yaml(text, &["backend", "oauth", field]))
+            .at(format!("backend.oauth.{field}"))
+            .hint(hint.to_string())
+    };
+    let url_ok = url::Url::parse(&o.token_url).is_ok_and(|u| {
+        u.scheme() == "https"
+            || (u.scheme() == "http"
+                && matches!(u.host_str(), Some("127.0.0.1" | "localhost" | "[::1]")))
+    });
+    if !url_ok {
+        diags.push(err(
+            "token_url",
+            format!("`{}` is not an https URL", o.token_url),
+            "write the token endpoint of the backend's authorization server (plain http only on 127.0.0.1)",
+        ));
+        return None;
+    }
+    let secret = match substitute_env(&o.client_secret) {
+        Ok(s) => s,
+        Err(e) => {
+            diags.push(err(
+                "client_secret",
+                format!("client secret: {e}"),
+                "set the variable, or write the value with ${NAME}",
+            ));
+            return None;
+        }
+    };
+    match crate::upstream::oauth::ClientCredentials::new(
+        o.token_url.clone(),
+        o.client_id.clone(),
+        secret,
+        o.scope.clone(),
+        o.resource.clone(),
+        Duration::from_secs(10),
+    ) {
+        Ok(c) => Some(Arc::new(c)),
+        Err(e) => {
+            diags.push(err("token_url", e, "check the URL"));
+            None
+        }
+    }
 }

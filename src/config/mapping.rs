@@ -45,6 +45,9 @@ pub struct MappingFile {
     /// Inbound authentication and access tiers (USP AuthorizationPolicy), see docs/security.md.
     #[serde(default)]
     pub authorization: Option<crate::auth::policy::AuthorizationSpec>,
+    /// MCP authorization: trusted authorization servers and the scopes each tool needs.
+    #[serde(default)]
+    pub mcp_authorization: Option<crate::auth::resource::spec::McpAuthorizationSpec>,
     /// Token-bucket rate limits per business and per principal, see docs/security.md.
     #[serde(default)]
     pub rate_limits: Option<crate::auth::limit::RateLimitsSpec>,
@@ -181,6 +184,27 @@ pub struct BackendSpec {
     /// tool's method and path, its query parameters and the fields its transforms read.
     #[serde(default)]
     pub openapi: Option<String>,
+    /// OAuth 2.0 client credentials: a token from the backend's own authorization server sent
+    /// as `Authorization: Bearer` on every backend request.
+    #[serde(default)]
+    pub oauth: Option<BackendOAuthSpec>,
+}
+
+/// `backend.oauth`: the client-credentials grant portico uses for the backend.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BackendOAuthSpec {
+    /// The token endpoint (https; plain http only for a loopback host).
+    pub token_url: String,
+    pub client_id: String,
+    /// The client secret; use `${ENV_VAR}`.
+    pub client_secret: String,
+    /// `scope` to ask for.
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// RFC 8707 `resource` to ask the token for (the backend's identifier).
+    #[serde(default)]
+    pub resource: Option<String>,
 }
 
 /// `backend.retries`: how often and how patiently a retryable call is sent again.

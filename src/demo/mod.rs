@@ -114,6 +114,34 @@ pub fn secure_files(dir: &std::path::Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The `mcp_authorization:` section `--oauth-issuer` adds to every demo mapping: any call needs
+/// `demo:call`; privileged tools (their USP `x-usp-access` tier, or no tier) also `demo:book`.
+pub const OAUTH_SCOPES: &str = "mcp_authorization:
+  scopes: [demo:call]
+  tiers:
+    public: [demo:call]
+    privileged_platform: [demo:call, demo:book]
+    privileged_scoped: [demo:call, demo:book]
+";
+
+/// Adds [`OAUTH_SCOPES`] to the demo's tool mappings written in `dir`.
+fn oauth_files(dir: &std::path::Path) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir.join("mappings"))? {
+        let path = entry?.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("yaml") {
+            continue;
+        }
+        let mut text = std::fs::read_to_string(&path)?;
+        if text.starts_with("facade:") || text.contains("\nfacade:") {
+            continue;
+        }
+        text.push('\n');
+        text.push_str(OAUTH_SCOPES);
+        std::fs::write(path, text)?;
+    }
+    Ok(())
+}
+
 /// A running demo.
 pub struct Demo {
     pub gateway: Running,
@@ -227,6 +255,17 @@ pub async fn start_with(port: u16, fixtures: bool) -> Result<Demo, String> {
 
 /// As `start_with`; with `secure`, privileged tools need authentication (see `SECURE_POLICIES`).
 pub async fn start_opts(port: u16, fixtures: bool, secure: bool) -> Result<Demo, String> {
+    start_full(port, fixtures, secure, Default::default()).await
+}
+
+/// [`start_opts`] with MCP authorization (`portico demo --oauth-issuer`): every request to the
+/// MCP endpoint then needs an access token of one of `oauth`'s issuers.
+pub async fn start_full(
+    port: u16,
+    fixtures: bool,
+    secure: bool,
+    oauth: crate::auth::resource::Options,
+) -> Result<Demo, String> {
     let next = |n: u16| -> Result<u16, String> {
         if port == 0 {
             Ok(0)
@@ -263,6 +302,9 @@ pub async fn start_opts(port: u16, fixtures: bool, secure: bool) -> Result<Demo,
     if secure {
         secure_files(&dir).map_err(|e| format!("cannot write the demo files: {e}"))?;
     }
+    if !oauth.issuers.is_empty() {
+        oauth_files(&dir).map_err(|e| format!("cannot write the demo files: {e}"))?;
+    }
     let gateway = config::load(&[dir.join("mappings")]).map_err(|ds| {
         ds.iter()
             .map(ToString::to_string)
@@ -291,7 +333,10 @@ pub async fn start_opts(port: u16, fixtures: bool, secure: bool) -> Result<Demo,
     let gateway = app::start_with(
         gateway,
         SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
-        HttpOptions::default(),
+        HttpOptions {
+            oauth,
+            ..HttpOptions::default()
+        },
         info,
         ops,
     )

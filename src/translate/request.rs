@@ -18,9 +18,19 @@ pub fn meta_for(tool: &Tool, call: &Call) -> Value {
     }
 }
 
-/// JSON view of the metadata for transforms (`$meta`).
+/// JSON view of the metadata for transforms (`$meta`), with the principal of the request's
+/// MCP access token (never the token) when MCP authorization checked one.
 pub fn meta_json(call: &Call) -> Value {
     let minted = call.meta.minted.as_ref();
+    let principal = crate::auth::transport::mcp_principal().map(|m| {
+        json!({
+            "id": m.id(),
+            "issuer": m.token.issuer,
+            "subject": m.token.subject,
+            "client_id": m.token.client_id,
+            "scopes": m.token.scopes,
+        })
+    });
     json!({
         "profile": call.meta.profile,
         "idempotency_key": call.meta.idempotency_key,
@@ -28,6 +38,7 @@ pub fn meta_json(call: &Call) -> Value {
         "request_id": minted.map(|m| m.request_id.as_str()),
         "uuid": minted.map(|m| m.uuid.as_str()),
         "now": minted.map(|m| m.now.as_str()),
+        "principal": principal,
     })
 }
 
@@ -102,7 +113,12 @@ pub fn build(tool: &Tool, call: &Call) -> Result<RestRequest, Failure> {
     if !backend.forward_headers.is_empty()
         && let Some(info) = crate::auth::transport::request()
     {
+        // An MCP access token is the endpoint's: it never reaches a backend (no passthrough).
+        let mcp_token = crate::auth::transport::mcp_principal().is_some();
         for name in &backend.forward_headers {
+            if mcp_token && name == http::header::AUTHORIZATION {
+                continue;
+            }
             for v in info.headers.get_all(name) {
                 // Visible ASCII, space and tab only: nothing a backend could read as a new line.
                 if !v

@@ -3,6 +3,7 @@
 
 pub mod listen;
 pub mod mcp;
+pub mod oauth;
 pub mod pool;
 pub mod resilience;
 pub mod rest;

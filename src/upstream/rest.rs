@@ -75,6 +75,11 @@ pub async fn send(
     mut req: RestRequest,
     timeout: Duration,
 ) -> Result<RestResponse, Failure> {
+    // The backend's own credential (never the MCP client's token), before signing covers it.
+    if let Some(o) = &backend.oauth {
+        req.headers
+            .insert(http::header::AUTHORIZATION, o.authorization().await?);
+    }
     if backend.sign_requests {
         crate::upstream::sign::sign(&mut req)?;
     }

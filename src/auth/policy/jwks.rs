@@ -3,7 +3,7 @@
 //! fetch more than once for concurrent misses, or keep a key set past `JWKS_TTL`.
 
 use crate::auth::fetch::{self, Limits};
-use crate::auth::jws::JwtKey;
+use crate::auth::jws::{Jws, JwsAlg, JwsError, JwtKey};
 use serde_json::Value;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -66,5 +66,34 @@ impl Jwks {
             *c = Some((Instant::now(), keys.clone()));
         }
         Ok(keys)
+    }
+}
+
+impl Jwks {
+    /// Verifies `jws`'s signature for `alg` with the key its `kid` names (any key of the set
+    /// when it names none); an unknown `kid` refetches the set once (rate-limited by
+    /// [`JWKS_MIN_REFRESH`]). `Err` when the keys cannot be had at all.
+    pub async fn verify(&self, jws: &Jws, alg: JwsAlg) -> Result<Result<(), JwsError>, String> {
+        let kid = jws.kid();
+        for force in [false, true] {
+            let keys = self.keys(force).await?;
+            let candidates: Vec<_> = keys
+                .iter()
+                .filter(|k| kid.is_none_or(|kid| k.kid() == kid))
+                .collect();
+            if candidates.is_empty() {
+                continue;
+            }
+            let mut result = Err(JwsError::KeyMismatch);
+            for k in candidates {
+                match jws.verify(alg, k) {
+                    Ok(()) => return Ok(Ok(())),
+                    Err(JwsError::KeyMismatch) => {}
+                    Err(e) => result = Err(e),
+                }
+            }
+            return Ok(result);
+        }
+        Ok(Err(JwsError::NoKey))
     }
 }

@@ -23,7 +23,7 @@ pub use spec::{
 };
 
 /// Access tier of a tool (`x-usp-access`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Tier {
     Public,
     Platform,

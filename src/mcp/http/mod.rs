@@ -4,6 +4,7 @@
 
 mod eras;
 mod lifetime;
+mod oauth;
 mod params;
 mod post;
 mod respond;
@@ -97,6 +98,9 @@ pub struct HttpOptions {
     pub shards: usize,
     /// Connection limits (`ops::limits`): caps, timeouts, header size, HTTP/2 streams.
     pub limits: crate::ops::limits::Limits,
+    /// MCP authorization from the command line (`--oauth-issuer`, `--oauth-resource`); the
+    /// mapping files' `mcp_authorization` adds to it.
+    pub oauth: crate::auth::resource::Options,
 }
 
 impl Default for HttpOptions {
@@ -121,6 +125,7 @@ impl Default for HttpOptions {
             shards: crate::ops::shards::per_cpu(),
             tls: None,
             limits: Default::default(),
+            oauth: Default::default(),
         }
     }
 }
@@ -142,6 +147,8 @@ pub struct Server {
     expiry: Option<tokio::task::AbortHandle>,
     /// True once the hub holds the shared stream's recent events (at once without `--state`).
     loaded: tokio::sync::watch::Receiver<bool>,
+    /// MCP authorization: trusted issuers' metadata and keys, cached.
+    resource_server: crate::auth::resource::ResourceServer,
 }
 
 impl Server {
@@ -190,7 +197,9 @@ impl Server {
             rt.spawn(expire_sessions(sessions.clone(), webhooks.clone()))
                 .abort_handle()
         });
+        let resource_server = crate::auth::resource::ResourceServer::new(opts.oauth.clone());
         Ok(Arc::new(Server {
+            resource_server,
             core,
             opts,
             sessions,
@@ -272,7 +281,7 @@ impl Server {
     }
 
     /// Entry point for every HTTP request.
-    pub async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Response<Body> {
+    pub async fn handle(self: Arc<Self>, mut req: Request<Incoming>) -> Response<Body> {
         // Webhooks come from other hosts: the signature, not Host/Origin, vouches for them.
         if let Some(business) = req.uri().path().strip_prefix("/webhooks/") {
             let business = business.to_string();
@@ -303,6 +312,16 @@ impl Server {
         }
         if let Some(r) = self.check_origin(&req) {
             return r;
+        }
+        // MCP authorization: every request to the endpoint carries a valid access token.
+        // Its principal rides on the request, so every credential reader (a POST's call, a GET
+        // stream's audience) sees it in place of the `Authorization` header.
+        match self.check_token(&req).await {
+            Ok(Some(p)) => {
+                req.extensions_mut().insert(p);
+            }
+            Ok(None) => {}
+            Err(refused) => return refused,
         }
         match *req.method() {
             Method::POST => {
@@ -342,6 +361,9 @@ impl Server {
             let mut r = empty(StatusCode::METHOD_NOT_ALLOWED);
             r.headers_mut()
                 .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+            return r;
+        }
+        if let Some(r) = self.resource_metadata(req) {
             return r;
         }
         // The Host passed `check_origin`, so it names this gateway.

@@ -239,19 +239,33 @@ pub(crate) fn host_of(authority: &str) -> String {
         .unwrap_or(a)
 }
 
-/// An HTTP answer whose body is a Problem Details object (autonym's pre-JSON-RPC forms): 401
-/// carries a Bearer challenge naming the code, 429 and 503 `Retry-After` when known.
+/// An HTTP answer whose body is a Problem Details object (autonym's pre-JSON-RPC forms, MCP
+/// authorization's `insufficient_scope`): 401 carries a Bearer challenge naming the code, a
+/// problem's own `challenge` member becomes `WWW-Authenticate`, 429 and 503 `Retry-After` when
+/// known.
 pub(super) fn problem_response(status: Option<u16>, problem: &Value) -> Response<Body> {
     let status = status
         .and_then(|s| StatusCode::from_u16(s).ok())
         .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut r = json_response(status, problem);
+    let mut problem = std::borrow::Cow::Borrowed(problem);
+    let challenge = match problem
+        .to_mut()
+        .as_object_mut()
+        .and_then(|o| o.remove("challenge"))
+    {
+        Some(Value::String(c)) => HeaderValue::from_str(&c).ok(),
+        _ => None,
+    };
+    let mut r = json_response(status, &problem);
     let h = r.headers_mut();
+    if let Some(c) = challenge {
+        h.insert(header::WWW_AUTHENTICATE, c);
+    }
     h.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/problem+json"),
     );
-    if status == StatusCode::UNAUTHORIZED {
+    if status == StatusCode::UNAUTHORIZED && !h.contains_key(header::WWW_AUTHENTICATE) {
         let code = problem
             .get("code")
             .and_then(Value::as_str)

@@ -1,0 +1,197 @@
+//! Backend credentials from OAuth 2.0 client credentials (`backend.oauth`): a token from the
+//! backend's own authorization server, cached and fetched again before it expires, sent as
+//! `Authorization: Bearer` on every backend request. It must never log a secret or a token, or
+//! send a client's own token in place of this one.
+
+use crate::model::{Failure, FailureKind};
+use http::HeaderValue;
+use serde_json::Value;
+use std::fmt;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Lifetime assumed when the token endpoint does not say (`expires_in`).
+pub const DEFAULT_LIFETIME: Duration = Duration::from_secs(300);
+/// Least time between two token requests after a failure.
+pub const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(2);
+
+/// A backend's client-credentials grant and its cached token.
+pub struct ClientCredentials {
+    pub token_url: String,
+    pub client_id: String,
+    client_secret: String,
+    pub scope: Option<String>,
+    /// RFC 8707 `resource` for the backend's token (its audience).
+    pub resource: Option<String>,
+    client: reqwest::Client,
+    cached: Mutex<Option<(Instant, HeaderValue)>>,
+    failed: Mutex<Option<Instant>>,
+    refresh: tokio::sync::Mutex<()>,
+}
+
+impl fmt::Debug for ClientCredentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientCredentials")
+            .field("token_url", &self.token_url)
+            .field("client_id", &self.client_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// When a token of `lifetime` is fetched again: a fifth of its life (at most a minute) before
+/// it expires, so no request goes out with a token about to lapse.
+pub fn refresh_at(fetched: Instant, lifetime: Duration) -> Instant {
+    let margin = (lifetime / 5).min(Duration::from_secs(60));
+    fetched + lifetime.saturating_sub(margin)
+}
+
+fn unavailable(why: &str) -> Failure {
+    Failure::new(
+        FailureKind::Unavailable,
+        format!("the backend's credentials are unavailable: {why}"),
+    )
+}
+
+impl ClientCredentials {
+    pub fn new(
+        token_url: String,
+        client_id: String,
+        client_secret: String,
+        scope: Option<String>,
+        resource: Option<String>,
+        timeout: Duration,
+    ) -> Result<ClientCredentials, String> {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(timeout)
+            .build()
+            .map_err(|e| e.to_string())?;
+        Ok(ClientCredentials {
+            token_url,
+            client_id,
+            client_secret,
+            scope,
+            resource,
+            client,
+            cached: Mutex::new(None),
+            failed: Mutex::new(None),
+            refresh: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    fn fresh(&self) -> Option<HeaderValue> {
+        let c = self.cached.lock().ok()?;
+        c.as_ref()
+            .filter(|(until, _)| Instant::now() < *until)
+            .map(|(_, v)| v.clone())
+    }
+
+    /// The `Authorization` value for a backend request: the cached token, or a new one.
+    pub async fn authorization(&self) -> Result<HeaderValue, Failure> {
+        if let Some(v) = self.fresh() {
+            return Ok(v);
+        }
+        let _one = self.refresh.lock().await;
+        if let Some(v) = self.fresh() {
+            return Ok(v);
+        }
+        let recent_failure = self
+            .failed
+            .lock()
+            .ok()
+            .and_then(|f| *f)
+            .is_some_and(|at| at.elapsed() < RETRY_AFTER_FAILURE);
+        if recent_failure {
+            return Err(unavailable("the token endpoint failed just now"));
+        }
+        match self.fetch().await {
+            Ok((value, lifetime)) => {
+                if let Ok(mut c) = self.cached.lock() {
+                    *c = Some((refresh_at(Instant::now(), lifetime), value.clone()));
+                }
+                Ok(value)
+            }
+            Err(why) => {
+                tracing::warn!(token_url = %self.token_url, client_id = %self.client_id, reason = %why, "backend token request failed");
+                if let Ok(mut f) = self.failed.lock() {
+                    *f = Some(Instant::now());
+                }
+                Err(unavailable(&why))
+            }
+        }
+    }
+
+    async fn fetch(&self) -> Result<(HeaderValue, Duration), String> {
+        let mut form = vec![("grant_type", "client_credentials")];
+        if let Some(s) = &self.scope {
+            form.push(("scope", s));
+        }
+        if let Some(r) = &self.resource {
+            form.push(("resource", r));
+        }
+        let body = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(&form)
+            .finish();
+        let resp = self
+            .client
+            .post(&self.token_url)
+            .basic_auth(&self.client_id, Some(&self.client_secret))
+            .header(
+                http::header::CONTENT_TYPE,
+                "application/x-www-form-urlencoded",
+            )
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| e.without_url().to_string())?;
+        let status = resp.status();
+        if !status.is_success() {
+            return Err(format!(
+                "the token endpoint answered HTTP {}",
+                status.as_u16()
+            ));
+        }
+        let body: Value = resp
+            .json()
+            .await
+            .map_err(|_| "the token response is not JSON".to_string())?;
+        let token = body
+            .get("access_token")
+            .and_then(Value::as_str)
+            .ok_or("the token response has no `access_token`")?;
+        let kind = body
+            .get("token_type")
+            .and_then(Value::as_str)
+            .unwrap_or("Bearer");
+        if !kind.eq_ignore_ascii_case("bearer") {
+            return Err(format!("token type `{kind}` is not Bearer"));
+        }
+        let lifetime = body
+            .get("expires_in")
+            .and_then(Value::as_u64)
+            .map_or(DEFAULT_LIFETIME, Duration::from_secs);
+        let mut value = HeaderValue::from_str(&format!("Bearer {token}"))
+            .map_err(|_| "the access token is not a header value".to_string())?;
+        value.set_sensitive(true);
+        Ok((value, lifetime))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_refreshed_a_fifth_of_their_life_early_at_most_a_minute() {
+        let t = Instant::now();
+        assert_eq!(
+            refresh_at(t, Duration::from_secs(10)),
+            t + Duration::from_secs(8)
+        );
+        assert_eq!(
+            refresh_at(t, Duration::from_secs(3600)),
+            t + Duration::from_secs(3540)
+        );
+        assert_eq!(refresh_at(t, Duration::ZERO), t);
+    }
+}
