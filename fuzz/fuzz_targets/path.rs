@@ -1,6 +1,6 @@
 //! Path templating and percent-encoding. Input: a template, a NUL byte, then JSON arguments.
-//! A segment never carries `/`, `?` or `#` and decodes back to its input; a rendered path has no `?`/`#`, keeps every literal segment, and fills each placeholder with one
-//! non-empty, non-dot ASCII segment.
+//! A segment never carries `/`, `?` or `#` and decodes back to its input; a rendered path has no `?`/`#`, keeps every literal segment, and renders each segment with
+//! placeholders (alone or beside fixed text) as one non-empty, non-dot ASCII segment that keeps its fixed text.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -42,8 +42,25 @@ fuzz_target!(|data: &[u8]| {
             "a variable changed the segment count: {template:?} -> {path:?}"
         );
         for (g, w) in got.iter().zip(&want) {
-            if w.starts_with('{') {
-                assert!(g.is_ascii() && !g.is_empty(), "segment {g:?}");
+            if let (Some(open), Some(close)) = (w.find('{'), w.rfind('}')) {
+                // A segment with placeholders, alone (`{id}`) or beside fixed text
+                // (`{sid}.json`): one non-dot segment that keeps the fixed text (written as
+                // is) around what the placeholders put in, which is non-empty.
+                let (before, after) = (&w[..open], &w[close + 1..]);
+                assert!(
+                    g.len() > before.len() + after.len()
+                        && g.starts_with(before)
+                        && g.ends_with(after),
+                    "the fixed text around a placeholder changed: {w:?} -> {g:?}"
+                );
+                // A placeholder alone in its segment: nothing but its encoded value.
+                if w.starts_with('{')
+                    && w.ends_with('}')
+                    && w.matches('{').count() == 1
+                    && w.matches('}').count() == 1
+                {
+                    assert!(g.is_ascii(), "segment {g:?}");
+                }
                 let decoded = percent_decode_str(g).decode_utf8_lossy();
                 assert!(
                     decoded != "." && decoded != "..",
