@@ -424,3 +424,35 @@ fn backend_oauth_mistakes_point_at_file_line_and_fix() {
     ];
     expect_mistakes(&d, &format!("{HEAD}{OAUTH}"), cases);
 }
+
+#[test]
+fn an_unresolved_ref_offers_the_nearest_name() {
+    let d = workdir("ref-hint");
+    std::fs::write(
+        d.join("svc.openrpc.json"),
+        r##"{
+  "openrpc": "1.3.2",
+  "info": { "title": "t", "version": "1" },
+  "methods": [
+    { "name": "get_booking", "params": [
+        { "name": "booking", "schema": { "$ref": "#/components/schemas/Bokking" } } ],
+      "result": { "name": "r", "schema": { "type": "object" } } }
+  ],
+  "components": { "schemas": { "Booking": { "type": "object" } } }
+}"##,
+    )
+    .unwrap();
+    let mapping = d.join("svc.yaml");
+    std::fs::write(
+        &mapping,
+        "business: svc\nbinding: plain\nopenrpc: svc.openrpc.json\nbackend:\n  url: http://127.0.0.1:1/api\ntools:\n  get_booking:\n    http: GET /bookings\n",
+    )
+    .unwrap();
+    let (code, text) = check(&[&mapping]);
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains("svc.openrpc.json#/components/schemas/Bokking`")
+            && text.contains("hint: did you mean `$ref: #/components/schemas/Booking`?"),
+        "{text}"
+    );
+}

@@ -73,6 +73,7 @@ fn report_unresolved(
                 mapping.display()
             )
         };
+        let hint = super::ref_hint::with_suggestion(hint, &u);
         let d = d.line(line).at(u.pointer).hint(hint);
         // The same reference is reached from many tools: report it once.
         if !diags.contains(&d) {

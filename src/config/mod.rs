@@ -13,6 +13,7 @@ mod input_schema;
 pub mod kind;
 pub mod mapping;
 pub mod openrpc;
+mod ref_hint;
 pub mod request_variant;
 pub mod schema;
 pub mod surface;
