@@ -272,16 +272,7 @@ pub fn read_all(
         }
         for (method, op, op_at) in ops {
             let id = text(&op, "operationId");
-            let tags: Vec<String> = op
-                .get("tags")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default();
+            let tags = strings_at(&op, "tags");
             if !cx.filter.admits(&method, path, id.as_deref(), &tags) {
                 continue;
             }
@@ -700,16 +691,7 @@ fn flat_properties(cx: &mut Context<'_, '_>, raw: &Value, at: &Place) -> Option<
         return None;
     }
     let props = obj.get("properties")?.as_object()?;
-    let required: Vec<String> = obj
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default();
+    let required = strings_at(&node, "required");
     let mut out = Vec::new();
     let props_at = node_at.child("properties");
     for (k, s) in props {
@@ -781,4 +763,18 @@ fn success(
         ));
     }
     Ok((Some(schema), false, example))
+}
+
+/// The strings of the array at `key` of `v` (an OpenAPI `tags` or `required` list); none when
+/// it is absent or not an array, and non-string items are left out.
+fn strings_at(v: &Value, key: &str) -> Vec<String> {
+    v.get(key)
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
 }
