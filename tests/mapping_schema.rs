@@ -31,6 +31,7 @@ fn mapping_files() -> Vec<PathBuf> {
     let mut out = Vec::new();
     for dir in [
         "mappings",
+        "mappings/shop",
         "benches/fixtures",
         "tests/fixtures/gateway",
         "tests/fixtures/ask",

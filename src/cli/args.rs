@@ -27,6 +27,7 @@ Examples:
   portico demo
   portico demo --port 9200 --fixtures
   portico demo --secure
+  portico demo --shop
   portico demo --oauth-issuer http://127.0.0.1:9400";
 
 const FACADE_EXAMPLES: &str = "\
@@ -317,6 +318,11 @@ pub struct DemoArgs {
     /// Require authentication for privileged tools (prints how to authenticate).
     #[arg(long, env = "PORTICO_DEMO_SECURE")]
     pub secure: bool,
+    /// Also serve the UCP shop (mappings/shop/demo-shop.yaml): UCP's published shopping
+    /// OpenRPC, unchanged, read from the fetched upstream folder ($PORTICO_UPSTREAM, else
+    /// ./.upstream; fill it with scripts/fetch-upstream).
+    #[arg(long, env = "PORTICO_DEMO_SHOP")]
+    pub shop: bool,
     /// MCP authorization for trying it locally (an `http://127.0.0.1` issuer is accepted
     /// here, with a warning).
     #[command(flatten)]

@@ -13,6 +13,7 @@ pub async fn demo(args: DemoArgs) -> ExitCode {
         fixtures,
         secure,
         oauth,
+        shop,
     } = args;
     let stop_signal = shutdown_signal();
     init_logging();
@@ -23,7 +24,7 @@ pub async fn demo(args: DemoArgs) -> ExitCode {
             return Exit::Invalid.into();
         }
     };
-    let demo = match portico::demo::start_full(port, fixtures, secure, oauth).await {
+    let demo = match portico::demo::start_shop(port, fixtures, secure, oauth, shop).await {
         Ok(d) => d,
         Err(e) => {
             eprintln!("{e}");

@@ -3,6 +3,7 @@
 
 pub mod backend;
 pub mod fixtures;
+pub mod shop;
 pub mod webhooks;
 
 use crate::app::{self, Running};
@@ -48,6 +49,42 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../openrpc/ucp-ask.openrpc.json"),
     ),
 ];
+
+/// The shop business (`mappings/shop/demo-shop.yaml`): the demo backend's UCP shop served through
+/// UCP's published shopping OpenRPC, unchanged. That file and its schemas are not embedded (they
+/// are not part of the repository): `--shop` reads them from the fetched upstream folder
+/// ([`upstream_folder`]).
+pub const SHOP_MAPPING: (&str, &str) = (
+    "mappings/demo-shop.yaml",
+    include_str!("../../mappings/shop/demo-shop.yaml"),
+);
+
+/// The published shopping OpenRPC inside the fetched upstream folder.
+pub const SHOP_OPENRPC: &str = "ucp/source/services/shopping/mcp.openrpc.json";
+
+/// The fetched upstream folder (`scripts/fetch-upstream`): `PORTICO_UPSTREAM` when set, else
+/// `.upstream` in the working directory; `None` when it does not hold [`SHOP_OPENRPC`].
+pub fn upstream_folder() -> Option<PathBuf> {
+    let dir = std::env::var_os("PORTICO_UPSTREAM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(".upstream"));
+    let dir = std::fs::canonicalize(dir).ok()?;
+    dir.join(SHOP_OPENRPC).is_file().then_some(dir)
+}
+
+/// Writes the shop's mapping into the demo folder, its upstream paths pointed at `upstream`.
+fn shop_files(
+    dir: &std::path::Path,
+    upstream: &std::path::Path,
+    backend: SocketAddr,
+) -> std::io::Result<()> {
+    let (name, text) = SHOP_MAPPING;
+    let folder = format!("{}/", upstream.display());
+    let text = text
+        .replace("../../.upstream/", &folder)
+        .replace(MAPPED_BACKEND, &backend.to_string());
+    std::fs::write(dir.join(name), text)
+}
 
 /// The demo business whose backend sends webhooks.
 pub const WEBHOOK_BUSINESS: &str = "seaside-spa";
@@ -156,6 +193,8 @@ pub struct Demo {
     pub secure: bool,
     /// The REST facade (reverse path) in front of the demo's own MCP endpoint.
     pub facade: crate::facade::http::Running,
+    /// The upstream folder the shop business was loaded from (`--shop`).
+    pub shop: Option<PathBuf>,
 }
 
 impl Demo {
@@ -189,8 +228,13 @@ impl Demo {
         } else {
             String::new()
         };
+        let shop = self
+            .shop
+            .as_ref()
+            .map(|_| format!("shop: {}/shop/v1\n", self.backend_url()))
+            .unwrap_or_default();
         format!(
-            "mcp: {mcp}\nbackend: {backend}\nwebhooks: {webhooks}\nfacade: {facade}\n{admin}{fixtures}{secure}example: curl -s {mcp} -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: usp_services_list' -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{{\"name\":\"usp_services_list\",\"arguments\":{{}},\"_meta\":{{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{{}}}}}}}}'\n",
+            "mcp: {mcp}\nbackend: {backend}\nwebhooks: {webhooks}\nfacade: {facade}\n{shop}{admin}{fixtures}{secure}example: curl -s {mcp} -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: usp_services_list' -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{{\"name\":\"usp_services_list\",\"arguments\":{{}},\"_meta\":{{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{{}}}}}}}}'\n",
             backend = self.backend_url(),
             webhooks = self.webhooks_url(),
             facade = self.facade.url(),
@@ -266,6 +310,27 @@ pub async fn start_full(
     secure: bool,
     oauth: crate::auth::resource::Options,
 ) -> Result<Demo, String> {
+    start_shop(port, fixtures, secure, oauth, false).await
+}
+
+/// [`start_full`]; with `shop`, also the UCP shop business (`portico demo --shop`), whose
+/// published OpenRPC and schemas come from the fetched upstream folder ([`upstream_folder`]).
+pub async fn start_shop(
+    port: u16,
+    fixtures: bool,
+    secure: bool,
+    oauth: crate::auth::resource::Options,
+    shop: bool,
+) -> Result<Demo, String> {
+    let shop = match shop {
+        false => None,
+        true => Some(upstream_folder().ok_or_else(|| {
+            format!(
+                "--shop needs UCP's published shopping files ({SHOP_OPENRPC}) in the fetched upstream folder: \
+                 run scripts/fetch-upstream, or set PORTICO_UPSTREAM to a folder laid out like it"
+            )
+        })?),
+    };
     let next = |n: u16| -> Result<u16, String> {
         if port == 0 {
             Ok(0)
@@ -302,6 +367,10 @@ pub async fn start_full(
     if secure {
         secure_files(&dir).map_err(|e| format!("cannot write the demo files: {e}"))?;
     }
+    if let Some(upstream) = &shop {
+        shop_files(&dir, upstream, backend_addr)
+            .map_err(|e| format!("cannot write the demo files: {e}"))?;
+    }
     if !oauth.issuers.is_empty() {
         oauth_files(&dir).map_err(|e| format!("cannot write the demo files: {e}"))?;
     }
@@ -317,7 +386,11 @@ pub async fn start_full(
     let info = ServerInfo {
         name: "portico-demo".into(),
         instructions: Some(
-            "Seaside Spa (USP tools usp_*) and Harbour Hotel (UCP lodging *_booking_session and ask_business) behind one portico.".into(),
+            match shop {
+                Some(_) => "Seaside Spa (USP tools usp_*), Harbour Hotel (UCP lodging *_booking_session and ask_business) and the Portico Demo Shop (UCP shopping: catalog, carts, checkouts, orders) behind one portico.",
+                None => "Seaside Spa (USP tools usp_*) and Harbour Hotel (UCP lodging *_booking_session and ask_business) behind one portico.",
+            }
+            .into(),
         ),
         ..ServerInfo::default()
     };
@@ -358,6 +431,7 @@ pub async fn start_full(
         webhook_task,
         secure,
         facade,
+        shop,
     })
 }
 

@@ -15,6 +15,7 @@ use super::answer::Reply;
 use super::routes::{ROUTES, Resolved, RouteId, resolve};
 use super::spa::{get_treatment, list_treatments};
 use super::state::State;
+use crate::demo::shop::{self, ShopState};
 
 pub(super) const API_KEY: &str = "demo-key";
 pub(super) const MAX_BODY: usize = 1024 * 1024;
@@ -44,10 +45,34 @@ pub(super) fn has_key(headers: &HeaderMap) -> bool {
 
 pub(super) async fn handle(
     shared: Arc<Mutex<State>>,
+    shop: Arc<Mutex<ShopState>>,
     outbox: Option<mpsc::Sender<Value>>,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
+    if req.uri().path().starts_with(shop::PREFIX) {
+        return Ok(handle_shop(&shop, req).await);
+    }
     Ok(handle_inner(&shared, outbox.as_ref(), req).await)
+}
+
+/// A request to the UCP shop (`crate::demo::shop`): its JSON body and `Idempotency-Key`.
+async fn handle_shop(shop: &Mutex<ShopState>, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let key = req
+        .headers()
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let body = match read_json_object(req).await {
+        Ok(obj) => Value::Object(obj),
+        Err(resp) => return resp,
+    };
+    let (status, value) = {
+        let mut state = shop.lock().unwrap_or_else(|p| p.into_inner());
+        shop::answer(&mut state, &method, &path, key.as_deref(), &body)
+    };
+    json_response(status, &value)
 }
 
 /// The legacy webhook kind a successful appointment change emits.

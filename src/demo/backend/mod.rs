@@ -28,6 +28,8 @@ use state::State;
 /// The demo backend: shared, seeded state plus the accept loop that serves it.
 pub struct Backend {
     shared: Arc<Mutex<State>>,
+    /// The UCP shop under `/shop/v1` (`crate::demo::shop`).
+    shop: Arc<Mutex<crate::demo::shop::ShopState>>,
     /// Legacy webhook events (`{kind, appointment}`), in change order, when someone listens.
     outbox: Option<mpsc::Sender<Value>>,
 }
@@ -37,6 +39,7 @@ impl Backend {
     pub fn new() -> Self {
         Self {
             shared: Arc::new(Mutex::new(State::seeded())),
+            shop: Arc::default(),
             outbox: None,
         }
     }
@@ -57,10 +60,13 @@ impl Backend {
                 accepted = listener.accept() => match accepted {
                     Ok((stream, _peer)) => {
                         let shared = Arc::clone(&self.shared);
+                        let shop = Arc::clone(&self.shop);
                         let outbox = self.outbox.clone();
                         conns.spawn(async move {
                             let _ = stream.set_nodelay(true);
-                            let svc = service_fn(move |req| handle(Arc::clone(&shared), outbox.clone(), req));
+                            let svc = service_fn(move |req| {
+                                handle(Arc::clone(&shared), Arc::clone(&shop), outbox.clone(), req)
+                            });
                             let _ = auto::Builder::new(TokioExecutor::new())
                                 .serve_connection(TokioIo::new(stream), svc)
                                 .await;
