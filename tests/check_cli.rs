@@ -421,6 +421,23 @@ fn backend_oauth_mistakes_point_at_file_line_and_fix() {
             9,
             &["client secret:", "hint: set the variable"],
         ),
+        (
+            "    token_url: https://as.example/token\n    client_secret: s\n    audience: https://api.example\ntools: {}\n",
+            10,
+            &[
+                "`audience` applies to `grant: token_exchange` only",
+                "hint: remove it, or set `grant: token_exchange`",
+            ],
+        ),
+        (
+            "    token_url: https://as.example/token\n    client_secret: s\n    grant: password\ntools: {}\n",
+            10,
+            &[
+                "unknown variant `password`",
+                "client_credentials",
+                "token_exchange",
+            ],
+        ),
     ];
     expect_mistakes(&d, &format!("{HEAD}{OAUTH}"), cases);
 }

@@ -769,7 +769,7 @@ async fn configured_headers_are_forwarded_on_tool_calls_only() {
             .iter()
             .all(|(_, a)| a == "-")
     );
-    // With it, the tools/call carries the caller's header; discovery does not.
+    // With it, the tools/call carries the caller's header.
     let dir = workdir("fwd");
     let file = dir.join("f.yaml");
     let mapping = |headers: &str| {
@@ -796,10 +796,14 @@ async fn configured_headers_are_forwarded_on_tool_calls_only() {
         log.contains(&("tools/call".to_string(), "Bearer t-2".to_string())),
         "{log:?}"
     );
-    assert!(
-        log.iter()
-            .filter(|(m, _)| m != "tools/call")
-            .all(|(_, a)| a == "-"),
+    // The first call's era negotiation carries it too (a server that checks every request,
+    // such as one with MCP authorization, needs it there).
+    assert_eq!(
+        log,
+        [
+            ("server/discover".to_string(), "Bearer t-2".to_string()),
+            ("tools/call".to_string(), "Bearer t-2".to_string())
+        ],
         "{log:?}"
     );
     // Transport headers cannot be configured for forwarding.

@@ -5,163 +5,12 @@
 //! key rotation with a rate-limited refetch, and a backend that never sees the client's token.
 
 mod common;
-use bytes::Bytes;
+use common::oauth::*;
 use common::*;
-use http_body_util::Full;
-use hyper::{Request, Response};
 use portico::webhook::keys::{Alg, SigningKey};
 use serde_json::{Value, json};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
-
-/// An authorization server's discovery side: metadata and a JWK Set that can be rotated.
-struct As {
-    issuer: String,
-    keys: Mutex<Vec<Value>>,
-    jwks_fetches: AtomicUsize,
-    /// Opaque tokens -> their RFC 7662 answer (`active: false` for any other).
-    opaque: Mutex<std::collections::HashMap<String, Value>>,
-    introspections: AtomicUsize,
-    /// Serve OpenID discovery appended to the issuer's path instead of RFC 8414.
-    oidc: bool,
-}
-
-impl As {
-    async fn start(path: &str, oidc: bool, keys: &[&SigningKey]) -> Arc<As> {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let a = Arc::new(As {
-            issuer: format!("http://{addr}{path}"),
-            keys: Mutex::new(keys.iter().map(|k| k.verifying_key().jwk()).collect()),
-            jwks_fetches: AtomicUsize::new(0),
-            opaque: Mutex::new(Default::default()),
-            introspections: AtomicUsize::new(0),
-            oidc,
-        });
-        let s = a.clone();
-        serve_with(listener, move |req: Request<hyper::body::Incoming>| {
-            let s = s.clone();
-            async move {
-                use http_body_util::BodyExt;
-                let path = req.uri().path().to_string();
-                let auth = req
-                    .headers()
-                    .get("authorization")
-                    .map(|v| v.to_str().unwrap().to_string());
-                let body = req.into_body().collect().await.unwrap().to_bytes();
-                s.answer(&path, auth.as_deref(), &body)
-            }
-        });
-        a
-    }
-
-    fn answer(&self, path: &str, auth: Option<&str>, body: &[u8]) -> Response<Full<Bytes>> {
-        let u = url::Url::parse(&self.issuer).unwrap();
-        let ipath = u.path().trim_end_matches('/');
-        let meta = if self.oidc {
-            format!("{ipath}/.well-known/openid-configuration")
-        } else {
-            format!("/.well-known/oauth-authorization-server{ipath}")
-        };
-        let (status, body) = if path == meta {
-            let doc = json!({"issuer": self.issuer, "jwks_uri": format!("{}/jwks", self.issuer),
-                "introspection_endpoint": format!("{}/introspect", self.issuer),
-                "token_endpoint": format!("{}/token", self.issuer),
-                "response_types_supported": ["code"]});
-            (200, doc)
-        } else if path == format!("{ipath}/jwks") {
-            self.jwks_fetches.fetch_add(1, Ordering::SeqCst);
-            (200, json!({"keys": *self.keys.lock().unwrap()}))
-        } else if path == format!("{ipath}/introspect") {
-            self.introspections.fetch_add(1, Ordering::SeqCst);
-            use base64::Engine;
-            let want = format!(
-                "Basic {}",
-                base64::engine::general_purpose::STANDARD.encode("portico-rs:introspect-secret")
-            );
-            if auth != Some(want.as_str()) {
-                (401, json!({"error": "invalid_client"}))
-            } else {
-                let form: std::collections::HashMap<String, String> =
-                    url::form_urlencoded::parse(body).into_owned().collect();
-                let token = form.get("token").cloned().unwrap_or_default();
-                let doc = self.opaque.lock().unwrap().get(&token).cloned();
-                (200, doc.unwrap_or_else(|| json!({"active": false})))
-            }
-        } else {
-            (404, json!({"error": "not_found"}))
-        };
-        let mut r = Response::new(Full::new(Bytes::from(body.to_string())));
-        *r.status_mut() = hyper::StatusCode::from_u16(status).unwrap();
-        r.headers_mut()
-            .insert("content-type", "application/json".parse().unwrap());
-        r
-    }
-}
-
-/// The backend's own authorization server: client credentials, tokens `bt-1`, `bt-2`, ... that
-/// live `lifetime` seconds; what each token request carried.
-struct TokenServer {
-    url: String,
-    requests: Mutex<Vec<(Option<String>, String)>>,
-}
-
-impl TokenServer {
-    async fn start(lifetime: u64) -> Arc<TokenServer> {
-        use http_body_util::BodyExt;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let t = Arc::new(TokenServer {
-            url: format!("http://{}/token", listener.local_addr().unwrap()),
-            requests: Mutex::new(Vec::new()),
-        });
-        let s = t.clone();
-        serve_with(listener, move |req: Request<hyper::body::Incoming>| {
-            let s = s.clone();
-            async move {
-                let auth = req
-                    .headers()
-                    .get("authorization")
-                    .map(|v| v.to_str().unwrap().to_string());
-                let body = req.into_body().collect().await.unwrap().to_bytes();
-                let body = String::from_utf8_lossy(&body).to_string();
-                let n = {
-                    let mut r = s.requests.lock().unwrap();
-                    r.push((auth, body));
-                    r.len()
-                };
-                let doc = json!({"access_token": format!("bt-{n}"), "token_type": "Bearer",
-                                 "expires_in": lifetime});
-                let mut r = Response::new(Full::new(Bytes::from(doc.to_string())));
-                r.headers_mut()
-                    .insert("content-type", "application/json".parse().unwrap());
-                r
-            }
-        });
-        t
-    }
-}
-
-fn now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
-}
-
-fn b64(v: &[u8]) -> String {
-    use base64::Engine;
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v)
-}
-
-fn es256(key: &SigningKey, header: Value, claims: &Value) -> String {
-    portico::auth::jws::sign(&header, claims, key).unwrap()
-}
-
-/// A token with any header, signed with `key` over exactly that header.
-fn signed(key: &SigningKey, header: Value, claims: &Value) -> String {
-    es256(key, header, claims)
-}
 
 struct World {
     _gateway: portico::app::Running,
@@ -187,6 +36,27 @@ impl World {
 
     /// [`World::start`] with more YAML (made from the first issuer's URL) in the mapping.
     async fn start_with(extra: impl Fn(&str) -> String) -> World {
+        World::start_full(extra, "", TokenServer::start(3).await).await
+    }
+
+    /// [`World::start`] whose backend gets the caller's token exchanged (RFC 8693) at a token
+    /// server that checks the exchange request exactly.
+    async fn start_exchange(lifetime: u64) -> World {
+        let expect = json!({"audience": "https://backend.example/api",
+            "resource": "https://backend.example", "scope": "items"});
+        World::start_full(
+            |_| String::new(),
+            "    grant: token_exchange\n    audience: https://backend.example/api\n",
+            TokenServer::start_with(lifetime, expect).await,
+        )
+        .await
+    }
+
+    async fn start_full(
+        extra: impl Fn(&str) -> String,
+        grant: &str,
+        tokens: Arc<TokenServer>,
+    ) -> World {
         let key = SigningKey::generate(Alg::EcdsaP256Sha256, "k1").unwrap();
         let other_key = SigningKey::generate(Alg::EcdsaP256Sha256, "k1").unwrap();
         let second_key = SigningKey::generate(Alg::Ed25519, "t2").unwrap();
@@ -194,13 +64,12 @@ impl World {
         let as1 = As::start("", false, &[&key]).await;
         let as2 = As::start("/tenant", true, &[&second_key]).await;
         let rogue = As::start("", false, &[&rogue_key]).await;
-        let tokens = TokenServer::start(3).await;
         let (backend, seen) = test_backend().await;
         let dir = fixture_with_backend("gateway", &backend.to_string());
         let plain = std::fs::read_to_string(dir.join("plain.yaml")).unwrap();
         let text = plain.replace(
             "    X-Static: \"static-value\"\n",
-            &format!("    X-Static: \"static-value\"\n  forward_headers: [authorization, x-trace]\n  oauth:\n    token_url: {}\n    client_id: portico\n    client_secret: backend-secret-0123456789\n    scope: items\n    resource: https://backend.example\n", tokens.url),
+            &format!("    X-Static: \"static-value\"\n  forward_headers: [authorization, x-trace]\n  oauth:\n    token_url: {}\n    client_id: portico\n    client_secret: backend-secret-0123456789\n    scope: items\n    resource: https://backend.example\n{grant}", tokens.url),
         ) + &format!(
             "mcp_authorization:\n  issuers: [\"{}\", \"{}\"]\n  allow_hosts: [127.0.0.1]\n  scopes: [items:read]\n  tools:\n    echo_post: [items:read, items:write]\n",
             as1.issuer, as2.issuer
@@ -234,6 +103,21 @@ impl World {
             second_key,
             tokens,
         }
+    }
+
+    /// A client that sends a valid token on every request.
+    fn authed_client(&self) -> reqwest::Client {
+        reqwest::Client::builder()
+            .default_headers(
+                [(
+                    reqwest::header::AUTHORIZATION,
+                    format!("Bearer {}", self.token()).parse().unwrap(),
+                )]
+                .into_iter()
+                .collect(),
+            )
+            .build()
+            .unwrap()
     }
 
     fn claims(&self) -> Value {
@@ -561,17 +445,7 @@ async fn an_unknown_kid_refetches_the_keys_at_most_every_ten_seconds() {
 #[tokio::test]
 async fn a_2025_session_needs_the_token_on_every_request() {
     let w = World::start().await;
-    let client = reqwest::Client::builder()
-        .default_headers(
-            [(
-                reqwest::header::AUTHORIZATION,
-                format!("Bearer {}", w.token()).parse().unwrap(),
-            )]
-            .into_iter()
-            .collect(),
-        )
-        .build()
-        .unwrap();
+    let client = w.authed_client();
     let (sid, a) = initialize(&client, &w.url, "2025-11-25").await;
     assert_eq!(a.status, 200, "{}", a.text);
     let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
@@ -723,4 +597,260 @@ async fn opaque_tokens_are_introspected_and_the_answer_cached() {
     }
     let backend = serde_json::to_string(&*w.seen.requests.lock().unwrap()).unwrap();
     assert!(!backend.contains("op-good"), "{backend}");
+}
+
+/// The recorded token request `i` as a form.
+fn token_form(w: &World, i: usize) -> std::collections::BTreeMap<String, String> {
+    let body = w.tokens.requests.lock().unwrap()[i].1.clone();
+    url::form_urlencoded::parse(body.as_bytes())
+        .into_owned()
+        .collect()
+}
+
+#[tokio::test]
+async fn token_exchange_gives_the_backend_a_token_for_the_caller_cached_per_subject() {
+    let w = World::start_exchange(3).await;
+    let alice = w.token();
+    let bob = w.with(json!({"sub": "bob"}));
+    let backend_auth =
+        |i: usize| w.seen.requests.lock().unwrap()[i]["headers"]["authorization"].clone();
+    let a = w.call("echo_get", &bearer(&alice)).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert_eq!(backend_auth(0), "Bearer xt-alice-1");
+    // The exchange request, exactly (the token server refuses any other form, too).
+    let want: std::collections::BTreeMap<String, String> = [
+        ("grant_type", EXCHANGE),
+        ("subject_token", alice.as_str()),
+        ("subject_token_type", ACCESS_TOKEN),
+        ("requested_token_type", ACCESS_TOKEN),
+        ("audience", "https://backend.example/api"),
+        ("resource", "https://backend.example"),
+        ("scope", "items"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    assert_eq!(token_form(&w, 0), want);
+    // Alice again, with another token of hers: the cached backend token.
+    let a = w.call("echo_get", &bearer(&w.token())).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert_eq!(backend_auth(1), "Bearer xt-alice-1");
+    // Bob gets his own.
+    let a = w.call("echo_get", &bearer(&bob)).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert_eq!(backend_auth(2), "Bearer xt-bob-2");
+    assert_eq!(token_form(&w, 1)["subject_token"], bob);
+    assert_eq!(w.tokens.requests.lock().unwrap().len(), 2);
+    // 3 s tokens are exchanged again a fifth of their life early, while still valid.
+    tokio::time::sleep(std::time::Duration::from_millis(2600)).await;
+    let a = w.call("echo_get", &bearer(&alice)).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert_eq!(backend_auth(3), "Bearer xt-alice-3");
+    // The client's token reached the token endpoint only, never the backend.
+    let seen = serde_json::to_string(&*w.seen.requests.lock().unwrap()).unwrap();
+    for t in [&alice, &bob] {
+        assert!(!seen.contains(t.split('.').nth(1).unwrap()), "{seen}");
+    }
+}
+
+#[tokio::test]
+async fn a_refused_token_exchange_is_a_clear_tool_error_without_any_token() {
+    let w = World::start_exchange(300).await;
+    let mallory = w.with(json!({"sub": "mallory"}));
+    let a = w.call("echo_get", &bearer(&mallory)).await;
+    // A tool error (`isError`) the agent can read, as the plain binding gives a refusal.
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert_eq!(a.result()["isError"], true, "{}", a.text);
+    let all = a.text.clone();
+    assert_eq!(
+        a.result()["content"][0]["text"],
+        "the backend needs the caller's identity, and its authorization server would not exchange the caller's token: the token endpoint refused the request (HTTP 400, invalid_grant)"
+    );
+    // The token server quoted the subject token in its description: it goes nowhere.
+    assert!(!all.contains(mallory.split('.').nth(1).unwrap()), "{all}");
+    assert!(
+        w.seen.requests.lock().unwrap().is_empty(),
+        "no backend call"
+    );
+    // The token endpoint down: unavailable, retryable, still without a token.
+    let w = World::start_full(
+        |_| String::new(),
+        "    grant: token_exchange\n",
+        Arc::new(TokenServer {
+            url: "http://127.0.0.1:9/token".into(),
+            requests: Mutex::new(Vec::new()),
+            exchange: json!({}),
+        }),
+    )
+    .await;
+    let a = w.call("echo_get", &bearer(&w.token())).await;
+    assert!(
+        a.text.contains("authorization server is unavailable"),
+        "{} {}",
+        a.status,
+        a.text
+    );
+    assert!(
+        w.seen.requests.lock().unwrap().is_empty(),
+        "no backend call"
+    );
+}
+
+#[tokio::test]
+async fn the_demo_facade_passes_the_rest_clients_token_to_the_checked_mcp_endpoint() {
+    let key = SigningKey::generate(Alg::EcdsaP256Sha256, "k1").unwrap();
+    let issuer = As::start("", false, &[&key]).await;
+    let demo = portico::demo::start_full(
+        0,
+        false,
+        false,
+        portico::auth::resource::Options {
+            issuers: vec![issuer.issuer.clone()],
+            allow_hosts: vec!["127.0.0.1".into()],
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let mcp = demo.mcp_url();
+    let token = |scope: &str| {
+        es256(
+            &key,
+            json!({"alg": "ES256", "kid": "k1", "typ": "at+jwt"}),
+            &json!({"iss": issuer.issuer, "sub": "alice", "aud": mcp, "client_id": "rest-1",
+                    "scope": scope, "iat": now(), "exp": now() + 300}),
+        )
+    };
+    let facade = demo.facade.url();
+    let client = reqwest::Client::new();
+    let list = |auth: Option<String>| {
+        let mut rb = client
+            .post(format!("{facade}/services/list"))
+            .json(&json!({}));
+        if let Some(a) = auth {
+            rb = rb.header("authorization", a);
+        }
+        rb.send()
+    };
+    let prm = format!(
+        "resource_metadata=\"http://{}/.well-known/oauth-protected-resource/mcp\"",
+        demo.gateway.addr
+    );
+    // No token: the MCP endpoint's 401 and its challenge, passed on.
+    let r = list(None).await.unwrap();
+    assert_eq!(r.status(), 401);
+    let challenge = r.headers()["www-authenticate"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(challenge.contains(&prm), "{challenge}");
+    // A token for the MCP endpoint: the call goes through.
+    let r = list(Some(format!("Bearer {}", token("demo:call"))))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let body: Value = r.json().await.unwrap();
+    assert!(
+        body["services"].as_array().is_some_and(|s| !s.is_empty()),
+        "{body}"
+    );
+    // A forged token is refused as any MCP client's would be.
+    let forged = token("demo:call").replace('.', ".x");
+    let r = list(Some(format!("Bearer {forged}"))).await.unwrap();
+    assert_eq!(r.status(), 401);
+    let challenge = r.headers()["www-authenticate"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");
+    // A privileged tool without `demo:book`: 403 with the step-up challenge.
+    let r = client
+        .post(format!("{facade}/bookings"))
+        .header("authorization", format!("Bearer {}", token("demo:call")))
+        .json(&json!({"service_id": "massage-60"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let challenge = r.headers()["www-authenticate"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        challenge.contains("error=\"insufficient_scope\"")
+            && challenge.contains("scope=\"demo:call demo:book\""),
+        "{challenge}"
+    );
+}
+
+#[tokio::test]
+async fn a_missing_scope_in_a_batch_or_an_sse_reply_is_still_http_403_before_anything_runs() {
+    let w = World::start().await;
+    let step_up = format!(
+        "Bearer error=\"insufficient_scope\", scope=\"items:read items:write\", resource_metadata=\"{}\", error_description=\"the token lacks a scope this tool needs\"",
+        w.prm
+    );
+    let client = w.authed_client();
+    // A 2025-03-26 batch: one call the token may make, one it may not. Neither runs.
+    let (sid, a) = initialize(&client, &w.url, "2025-03-26").await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    let call = |id: i64, tool: &str, args: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": tool, "arguments": args}})
+    };
+    let batch = json!([
+        call(1, "echo_get", json!({"id": "1"})),
+        call(2, "echo_post", json!({"name": "n"}))
+    ]);
+    let a = send(
+        client
+            .post(&w.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &sid)
+            .header("mcp-protocol-version", "2025-03-26")
+            .body(batch.to_string()),
+    )
+    .await;
+    assert_eq!(a.status, 403, "{}", a.text);
+    assert_eq!(a.headers["www-authenticate"], step_up.as_str());
+    assert_eq!(a.body["code"], "insufficient_scope", "{}", a.text);
+    assert!(w.seen.requests.lock().unwrap().is_empty(), "nothing ran");
+    // A 2025-11-25 call asking for progress, which would answer as an SSE stream.
+    let (sid, a) = initialize(&client, &w.url, "2025-11-25").await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    let mut progress = call(3, "echo_post", json!({"name": "n"}));
+    progress["params"]["_meta"] = json!({"progressToken": "p1"});
+    let a = send(legacy(&client, &w.url, &sid, progress)).await;
+    assert_eq!(a.status, 403, "{}", a.text);
+    assert_eq!(a.headers["www-authenticate"], step_up.as_str());
+    // The same at 2026-07-28 with a progress token.
+    let params = json!({"name": "echo_post", "arguments": {"name": "n"}, "_meta": {
+        "progressToken": "p2",
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "it", "version": "1"}}});
+    let a = send(
+        client
+            .post(&w.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "echo_post")
+            .body(
+                json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": params})
+                    .to_string(),
+            ),
+    )
+    .await;
+    assert_eq!(a.status, 403, "{}", a.text);
+    assert_eq!(a.headers["www-authenticate"], step_up.as_str());
+    assert!(w.seen.requests.lock().unwrap().is_empty(), "nothing ran");
+    // The one that may run still does, streamed.
+    let mut ok = call(5, "echo_get", json!({"id": "1"}));
+    ok["params"]["_meta"] = json!({"progressToken": "p3"});
+    let a = send(legacy(&client, &w.url, &sid, ok)).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert_eq!(w.seen.requests.lock().unwrap().len(), 1);
 }

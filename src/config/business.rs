@@ -26,8 +26,8 @@ pub struct Backend {
     pub forward_headers: Vec<HeaderName>,
     /// Sign each request with portico's key (`backend.sign_requests`).
     pub sign_requests: bool,
-    /// OAuth client credentials for the backend's own authorization server (`backend.oauth`).
-    pub oauth: Option<Arc<crate::upstream::oauth::ClientCredentials>>,
+    /// The token from the backend's own authorization server (`backend.oauth`).
+    pub oauth: Option<Arc<crate::upstream::credential::BackendCredential>>,
 }
 
 impl fmt::Debug for Backend {

@@ -262,14 +262,14 @@ fn compile_forward_headers(
     ok.then_some(names)
 }
 
-/// Compiles `backend.oauth`: the token URL (https, or http to a loopback host) and the secret's
-/// `${ENV}`.
+/// Compiles `backend.oauth`: the grant, the token URL (https, or http to a loopback host) and
+/// the secret's `${ENV}`.
 fn backend_oauth(
     o: &super::mapping::BackendOAuthSpec,
     file: &Path,
     text: &str,
     diags: &mut Vec<Diagnostic>,
-) -> Option<Arc<crate::upstream::oauth::ClientCredentials>> {
+) -> Option<Arc<crate::upstream::credential::BackendCredential>> {
     let err = |field: &str, msg: String, hint: &str| {
         Diagnostic::error(file, msg)
             .line(locate_yaml(text, &["backend", "oauth", field]))
@@ -300,14 +300,39 @@ fn backend_oauth(
             return None;
         }
     };
-    match crate::upstream::oauth::ClientCredentials::new(
-        o.token_url.clone(),
-        o.client_id.clone(),
-        secret,
-        o.scope.clone(),
-        o.resource.clone(),
-        Duration::from_secs(10),
-    ) {
+    use super::mapping::BackendGrant;
+    use crate::upstream::credential::BackendCredential;
+    if o.grant == BackendGrant::ClientCredentials && o.audience.is_some() {
+        diags.push(err(
+            "audience",
+            "`audience` applies to `grant: token_exchange` only".into(),
+            "remove it, or set `grant: token_exchange`",
+        ));
+        return None;
+    }
+    let timeout = Duration::from_secs(10);
+    let built = match o.grant {
+        BackendGrant::ClientCredentials => crate::upstream::oauth::ClientCredentials::new(
+            o.token_url.clone(),
+            o.client_id.clone(),
+            secret,
+            o.scope.clone(),
+            o.resource.clone(),
+            timeout,
+        )
+        .map(BackendCredential::ClientCredentials),
+        BackendGrant::TokenExchange => crate::upstream::exchange::TokenExchange::new(
+            o.token_url.clone(),
+            o.client_id.clone(),
+            secret,
+            o.scope.clone(),
+            o.resource.clone(),
+            o.audience.clone(),
+            timeout,
+        )
+        .map(BackendCredential::TokenExchange),
+    };
+    match built {
         Ok(c) => Some(Arc::new(c)),
         Err(e) => {
             diags.push(err("token_url", e, "check the URL"));

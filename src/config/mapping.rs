@@ -184,16 +184,35 @@ pub struct BackendSpec {
     /// tool's method and path, its query parameters and the fields its transforms read.
     #[serde(default)]
     pub openapi: Option<String>,
-    /// OAuth 2.0 client credentials: a token from the backend's own authorization server sent
+    /// OAuth 2.0 backend credentials: a token from the backend's own authorization server
+    /// (client credentials, or RFC 8693 token exchange of the caller's MCP access token) sent
     /// as `Authorization: Bearer` on every backend request.
     #[serde(default)]
     pub oauth: Option<BackendOAuthSpec>,
 }
 
-/// `backend.oauth`: the client-credentials grant portico uses for the backend.
+/// `backend.oauth.grant`: how portico obtains the backend's token.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BackendGrant {
+    /// One token for portico itself (`client_credentials`).
+    #[default]
+    ClientCredentials,
+    /// A token for the end user: the caller's validated MCP access token exchanged at the
+    /// backend's authorization server (RFC 8693), cached per subject.
+    TokenExchange,
+}
+
+/// `backend.oauth`: the grant portico uses for the backend's token.
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BackendOAuthSpec {
+    /// `client_credentials` (default) or `token_exchange` (needs MCP authorization).
+    #[serde(default)]
+    pub grant: BackendGrant,
+    /// RFC 8693 `audience` of the exchanged token (`token_exchange` only).
+    #[serde(default)]
+    pub audience: Option<String>,
     /// The token endpoint (https; plain http only for a loopback host).
     pub token_url: String,
     pub client_id: String,

@@ -371,7 +371,8 @@ pub async fn start_shop(
         shop_files(&dir, upstream, backend_addr)
             .map_err(|e| format!("cannot write the demo files: {e}"))?;
     }
-    if !oauth.issuers.is_empty() {
+    let oauth_on = !oauth.issuers.is_empty();
+    if oauth_on {
         oauth_files(&dir).map_err(|e| format!("cannot write the demo files: {e}"))?;
     }
     let gateway = config::load(&[dir.join("mappings")]).map_err(|ds| {
@@ -421,7 +422,7 @@ pub async fn start_shop(
     ))
     .map_err(|e| format!("webhook URL: {e}"))?;
     let webhook_task = tokio::spawn(webhooks::run(events, hooks));
-    let facade = start_facade(&dir, &gateway, next(3)?).await?;
+    let facade = start_facade(&dir, &gateway, next(3)?, oauth_on).await?;
     Ok(Demo {
         gateway,
         backend_addr,
@@ -436,15 +437,24 @@ pub async fn start_shop(
 }
 
 /// The demo facade (`mappings/demo-spa-facade.yaml`) pointed at the demo's MCP endpoint.
+/// With MCP authorization (`oauth`), the facade passes each REST request's `Authorization` on
+/// to the MCP endpoint, which checks it as any MCP client's token.
 async fn start_facade(
     dir: &std::path::Path,
     gateway: &Running,
     port: u16,
+    oauth: bool,
 ) -> Result<crate::facade::http::Running, String> {
     let file = dir.join("mappings/demo-spa-facade.yaml");
-    let text = std::fs::read_to_string(&file)
+    let mut text = std::fs::read_to_string(&file)
         .map_err(|e| format!("cannot read the demo facade: {e}"))?
         .replace("http://127.0.0.1:9100/mcp", &gateway.mcp_url());
+    if oauth {
+        text = text.replace(
+            "\n  timeout: 10s\n",
+            "\n  timeout: 10s\n  forward_headers: [authorization]\n",
+        );
+    }
     std::fs::write(&file, text).map_err(|e| format!("cannot write the demo facade: {e}"))?;
     let facade = crate::facade::config::load(&file).map_err(|ds| {
         ds.iter()

@@ -38,6 +38,11 @@ fn to_response(a: Answer) -> Response<Full<Bytes>> {
     {
         r.headers_mut().insert(header::RETRY_AFTER, v);
     }
+    if let Some(c) = a.challenge
+        && let Ok(v) = HeaderValue::from_str(&c)
+    {
+        r.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+    }
     r
 }
 
@@ -52,6 +57,7 @@ fn problem(facade: &Facade, status: u16, message: impl Into<String>) -> Response
         problem: true,
         retry_after: None,
         body: Some(facade.binding.problem(&f, status)),
+        challenge: None,
     })
 }
 
@@ -137,6 +143,7 @@ async fn answer(facade: &Facade, req: hyper::Request<Incoming>) -> Response<Full
                 problem: false,
                 retry_after: None,
                 body: Some((*facade.openapi).clone()),
+                challenge: None,
             });
         }
         // portico's public keys, which verify the webhooks the relay signs.
@@ -150,6 +157,7 @@ async fn answer(facade: &Facade, req: hyper::Request<Incoming>) -> Response<Full
                 problem: false,
                 retry_after: None,
                 body: facade.egress.as_ref().map(|e| e.jwks()),
+                challenge: None,
             });
         }
         Found::NotFound => {
@@ -228,8 +236,11 @@ async fn answer(facade: &Facade, req: hyper::Request<Incoming>) -> Response<Full
     // The call's span (a child of the caller's `traceparent`, when tracing is exported): the
     // upstream MCP request carries its trace context.
     let span = crate::ops::log::call_span();
-    let outcome = facade.call(call, &forwarded).instrument(span.clone()).await;
-    let answer = facade.answer(route, outcome);
+    let (outcome, challenge) = facade.call(call, &forwarded).instrument(span.clone()).await;
+    let mut answer = facade.answer(route, outcome);
+    if matches!(answer.status, 401 | 403) {
+        answer.challenge = challenge;
+    }
     span.in_scope(|| {
         tracing::info!(
             facade = %facade.name,

@@ -55,6 +55,8 @@ pub struct Answer {
     pub problem: bool,
     pub retry_after: Option<u64>,
     pub body: Option<Value>,
+    /// `WWW-Authenticate`: the upstream MCP server's challenge, passed on with its 401 or 403.
+    pub challenge: Option<String>,
 }
 
 /// The failure an upstream transport or protocol error stands for.
@@ -72,6 +74,20 @@ pub fn failure_of(binding: &Binding, e: McpError) -> Failure {
             ..Failure::new(FailureKind::UpstreamError, m)
         },
         McpError::Timeout(_) => Failure::new(FailureKind::Timeout, e.to_string()),
+        // The MCP server refused the forwarded credentials: the REST client's to fix.
+        McpError::Refused { status, .. } => {
+            let (kind, why) = match status {
+                403 => (
+                    FailureKind::Forbidden,
+                    "the MCP server refused the request: its credentials lack a permission the tool needs",
+                ),
+                _ => (
+                    FailureKind::Unauthenticated,
+                    "the MCP server needs credentials this request did not carry or that it refused (see WWW-Authenticate)",
+                ),
+            };
+            Failure::new(kind, why)
+        }
         McpError::Status {
             status,
             retry_after,
@@ -104,8 +120,9 @@ impl Facade {
     }
 
     /// Calls the route's tool upstream with the call's arguments and metadata, and the
-    /// forwarded request headers.
-    pub async fn call(&self, call: Call, headers: &::http::HeaderMap) -> Outcome {
+    /// forwarded request headers; with the upstream's `WWW-Authenticate` challenge when it
+    /// refused the credentials.
+    pub async fn call(&self, call: Call, headers: &::http::HeaderMap) -> (Outcome, Option<String>) {
         let mut args = match call.args {
             Value::Object(m) => m,
             _ => Map::new(),
@@ -116,9 +133,16 @@ impl Facade {
             .call_tool_with(&call.tool, Value::Object(args), headers)
             .await
         {
-            Ok(result) => self.binding.outcome_of_result(result),
-            Err(e) => Outcome::Failure(failure_of(&self.binding, e)),
+            Ok(result) => (self.binding.outcome_of_result(result), None),
+            Err(e) => {
+                let challenge = match &e {
+                    McpError::Refused { challenge, .. } => challenge.clone(),
+                    _ => None,
+                };
+                (Outcome::Failure(failure_of(&self.binding, e)), challenge)
+            }
         };
+        let (outcome, challenge) = outcome;
         if let (Some(profile), Some(platforms)) = (
             &call.meta.profile,
             self.notifications
@@ -127,7 +151,7 @@ impl Facade {
         ) {
             platforms.learn(profile, &outcome);
         }
-        outcome
+        (outcome, challenge)
     }
 
     /// The HTTP answer for an outcome of `route`.
@@ -138,6 +162,7 @@ impl Facade {
                 problem: false,
                 retry_after: None,
                 body: (route.status != 204).then_some(body),
+                challenge: None,
             },
             // Business outcomes are processed requests: 200 with `messages[]`.
             Outcome::Business { mut body, messages } => {
@@ -147,6 +172,7 @@ impl Facade {
                     problem: false,
                     retry_after: None,
                     body: Some(Value::Object(body)),
+                    challenge: None,
                 }
             }
             Outcome::Failure(f) => self.failure(f),
@@ -169,6 +195,7 @@ impl Facade {
             problem: true,
             retry_after: f.retry_after,
             body: Some(self.binding.problem(&f, status)),
+            challenge: None,
         }
     }
 }

@@ -108,7 +108,7 @@ impl McpUpstream {
         let mut last_event_id: Option<String> = None;
         let mut backoff = BACKOFF_FIRST;
         loop {
-            let end = match self.ensure_era().await {
+            let end = match self.ensure_era(&http::HeaderMap::new()).await {
                 Ok(era) => {
                     self.listen_once(&era, &opts, &mut last_event_id, &out)
                         .await

@@ -42,6 +42,13 @@ pub enum McpError {
     /// No complete answer within the timeout.
     #[error("upstream MCP server did not answer within {0:?}")]
     Timeout(Duration),
+    /// The server refused the request's credentials (HTTP 401 or 403, e.g. MCP
+    /// authorization), with its `WWW-Authenticate` challenge.
+    #[error("upstream MCP server refused the credentials (HTTP {status})")]
+    Refused {
+        status: u16,
+        challenge: Option<String>,
+    },
     /// An HTTP error without a JSON-RPC body (a proxy's 502, a 503 while shedding load...).
     #[error("upstream MCP server answered HTTP {status}")]
     Status {
@@ -102,6 +109,8 @@ struct Answer {
     session: Option<String>,
     message: Option<Value>,
     retry_after: Option<u64>,
+    /// `WWW-Authenticate` of a 401 or 403.
+    challenge: Option<String>,
 }
 
 /// A header value as SEP-2243 wants it: as is when safe ASCII, else `=?base64?…?=`.
@@ -203,7 +212,7 @@ impl McpUpstream {
     ) -> Result<Value, McpError> {
         let mut renewed = false;
         loop {
-            let era = self.ensure_era().await?;
+            let era = self.ensure_era(headers).await?;
             let answer = self
                 .exchange(&era, id, method, &params, name, headers)
                 .await?;
@@ -232,7 +241,10 @@ impl McpUpstream {
         }
     }
 
-    pub(super) async fn ensure_era(&self) -> Result<Era, McpError> {
+    /// The era spoken with the server, negotiated first with `headers` (the first call's
+    /// forwarded headers: a server that checks credentials on every request, such as one with
+    /// MCP authorization, needs them on discovery and `initialize` too).
+    pub(super) async fn ensure_era(&self, headers: &http::HeaderMap) -> Result<Era, McpError> {
         if let Some(era) = self.era() {
             return Ok(era);
         }
@@ -240,7 +252,7 @@ impl McpUpstream {
         if let Some(era) = self.era() {
             return Ok(era);
         }
-        let era = self.negotiate().await?;
+        let era = self.negotiate(headers).await?;
         let version = match &era {
             Era::Modern => MODERN,
             Era::Legacy { version, .. } => version.as_str(),
@@ -252,7 +264,7 @@ impl McpUpstream {
 
     /// `server/discover` first; anything but a result naming [`MODERN`] falls back to
     /// `initialize` + `notifications/initialized`.
-    async fn negotiate(&self) -> Result<Era, McpError> {
+    async fn negotiate(&self, headers: &http::HeaderMap) -> Result<Era, McpError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let answer = self
             .exchange(
@@ -261,9 +273,15 @@ impl McpUpstream {
                 "server/discover",
                 &json!({}),
                 None,
-                &http::HeaderMap::new(),
+                headers,
             )
             .await?;
+        if answer.status == 401 || answer.status == 403 {
+            return Err(McpError::Refused {
+                status: answer.status,
+                challenge: answer.challenge,
+            });
+        }
         if answer.status == 200
             && let Some(r) = answer.message.as_ref().and_then(|m| m.get("result"))
         {
@@ -292,14 +310,7 @@ impl McpUpstream {
             session: None,
         };
         let answer = self
-            .exchange(
-                &boot,
-                id,
-                "initialize",
-                &params,
-                None,
-                &http::HeaderMap::new(),
-            )
+            .exchange(&boot, id, "initialize", &params, None, headers)
             .await?;
         let session = answer.session.clone();
         let result = result_of(answer)?;
@@ -314,16 +325,23 @@ impl McpUpstream {
             )));
         }
         let era = Era::Legacy { version, session };
-        self.notify(&era, "notifications/initialized", json!({}))
+        self.notify(&era, "notifications/initialized", json!({}), headers)
             .await?;
         Ok(era)
     }
 
     /// Sends a notification (expects 202, tolerates 200/204).
-    async fn notify(&self, era: &Era, method: &str, params: Value) -> Result<(), McpError> {
+    async fn notify(
+        &self,
+        era: &Era,
+        method: &str,
+        params: Value,
+        headers: &http::HeaderMap,
+    ) -> Result<(), McpError> {
         let body = json!({ "jsonrpc": "2.0", "method": method, "params": params });
         let resp = self
             .request(era, method, None)
+            .headers(headers.clone())
             .json(&body)
             .send()
             .await
@@ -399,6 +417,11 @@ impl McpUpstream {
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
         let retry = retry_after(resp.headers());
+        let challenge = (status == 401 || status == 403)
+            .then(|| resp.headers().get(http::header::WWW_AUTHENTICATE))
+            .flatten()
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
         let sse = resp
             .headers()
             .get("content-type")
@@ -417,6 +440,7 @@ impl McpUpstream {
             session,
             message,
             retry_after: retry,
+            challenge,
         })
     }
 
@@ -633,6 +657,12 @@ pub(super) fn transport_error(e: reqwest::Error) -> McpError {
 
 /// The `result` of an answer, or the error it carries.
 fn result_of(a: Answer) -> Result<Value, McpError> {
+    if a.status == 401 || a.status == 403 {
+        return Err(McpError::Refused {
+            status: a.status,
+            challenge: a.challenge,
+        });
+    }
     match a.message {
         Some(mut m) => {
             if let Some(e) = m.get_mut("error").map(Value::take) {

@@ -1,7 +1,8 @@
-//! Backend credentials from OAuth 2.0 client credentials (`backend.oauth`): a token from the
-//! backend's own authorization server, cached and fetched again before it expires, sent as
-//! `Authorization: Bearer` on every backend request. It must never log a secret or a token, or
-//! send a client's own token in place of this one.
+//! Backend credentials from `backend.oauth`: a token from the backend's own authorization
+//! server (client credentials here, token exchange in `exchange`), cached and fetched again
+//! before it expires, sent as `Authorization: Bearer` on every backend request, and the token
+//! endpoint request both grants share. It must never log a secret or a token, or send a
+//! client's own token in place of this one.
 
 use crate::model::{Failure, FailureKind};
 use http::HeaderValue;
@@ -45,6 +46,15 @@ pub fn refresh_at(fetched: Instant, lifetime: Duration) -> Instant {
     fetched + lifetime.saturating_sub(margin)
 }
 
+/// The HTTP client of a token endpoint: no redirects, `timeout` per request.
+pub(super) fn token_client(timeout: Duration) -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(timeout)
+        .build()
+        .map_err(|e| e.to_string())
+}
+
 fn unavailable(why: &str) -> Failure {
     Failure::new(
         FailureKind::Unavailable,
@@ -61,11 +71,7 @@ impl ClientCredentials {
         resource: Option<String>,
         timeout: Duration,
     ) -> Result<ClientCredentials, String> {
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(timeout)
-            .build()
-            .map_err(|e| e.to_string())?;
+        let client = token_client(timeout)?;
         Ok(ClientCredentials {
             token_url,
             client_id,
@@ -129,49 +135,110 @@ impl ClientCredentials {
         if let Some(r) = &self.resource {
             form.push(("resource", r));
         }
+        let endpoint = Endpoint {
+            client: &self.client,
+            url: &self.token_url,
+            client_id: &self.client_id,
+            client_secret: &self.client_secret,
+        };
+        endpoint.token(&form).await.map_err(|e| e.to_string())
+    }
+}
+
+/// Why a token endpoint gave no token. Its text never holds a token or a secret.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TokenFailure {
+    /// The endpoint answered 4xx: the request was refused (`error` is RFC 6749's code).
+    #[error("the token endpoint refused the request (HTTP {status}{})", .error.as_deref().map(|e| format!(", {e}")).unwrap_or_default())]
+    Refused { status: u16, error: Option<String> },
+    /// Unreachable, 5xx, or an answer that is not a usable token response.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// One token endpoint and portico's client there (HTTP Basic, RFC 6749 §2.3.1).
+pub(super) struct Endpoint<'a> {
+    pub client: &'a reqwest::Client,
+    pub url: &'a str,
+    pub client_id: &'a str,
+    pub client_secret: &'a str,
+}
+
+/// An RFC 6749 error code as it may be shown: its own characters only, at most 64.
+fn error_code(body: &Value) -> Option<String> {
+    let e = body.get("error")?.as_str()?;
+    let ok =
+        !e.is_empty() && e.len() <= 64 && e.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    ok.then(|| e.to_string())
+}
+
+impl Endpoint<'_> {
+    /// Posts `form` and reads the Bearer token of the answer and its lifetime.
+    pub async fn token(
+        &self,
+        form: &[(&str, &str)],
+    ) -> Result<(HeaderValue, Duration), TokenFailure> {
         let body = url::form_urlencoded::Serializer::new(String::new())
-            .extend_pairs(&form)
+            .extend_pairs(form)
             .finish();
         let resp = self
             .client
-            .post(&self.token_url)
-            .basic_auth(&self.client_id, Some(&self.client_secret))
+            .post(self.url)
+            .basic_auth(self.client_id, Some(self.client_secret))
             .header(
                 http::header::CONTENT_TYPE,
                 "application/x-www-form-urlencoded",
             )
+            .header(http::header::ACCEPT, "application/json")
             .body(body)
             .send()
             .await
-            .map_err(|e| e.without_url().to_string())?;
+            .map_err(|e| TokenFailure::Unavailable(e.without_url().to_string()))?;
         let status = resp.status();
+        if status.is_client_error() {
+            let error = resp
+                .json::<Value>()
+                .await
+                .ok()
+                .as_ref()
+                .and_then(error_code);
+            return Err(TokenFailure::Refused {
+                status: status.as_u16(),
+                error,
+            });
+        }
         if !status.is_success() {
-            return Err(format!(
+            return Err(TokenFailure::Unavailable(format!(
                 "the token endpoint answered HTTP {}",
                 status.as_u16()
-            ));
+            )));
         }
+        let unusable = |m: &str| TokenFailure::Unavailable(m.to_string());
         let body: Value = resp
             .json()
             .await
-            .map_err(|_| "the token response is not JSON".to_string())?;
+            .map_err(|_| unusable("the token response is not JSON"))?;
         let token = body
             .get("access_token")
             .and_then(Value::as_str)
-            .ok_or("the token response has no `access_token`")?;
+            .ok_or_else(|| unusable("the token response has no `access_token`"))?;
         let kind = body
             .get("token_type")
             .and_then(Value::as_str)
             .unwrap_or("Bearer");
+        // RFC 8693 §2.2.1: `N_A` is the type of a token that is not an access token.
         if !kind.eq_ignore_ascii_case("bearer") {
-            return Err(format!("token type `{kind}` is not Bearer"));
+            return Err(TokenFailure::Unavailable(format!(
+                "token type `{}` is not Bearer",
+                kind.chars().take(32).collect::<String>()
+            )));
         }
         let lifetime = body
             .get("expires_in")
             .and_then(Value::as_u64)
             .map_or(DEFAULT_LIFETIME, Duration::from_secs);
         let mut value = HeaderValue::from_str(&format!("Bearer {token}"))
-            .map_err(|_| "the access token is not a header value".to_string())?;
+            .map_err(|_| unusable("the access token is not a header value"))?;
         value.set_sensitive(true);
         Ok((value, lifetime))
     }

@@ -2,6 +2,7 @@
 //! MCP-over-HTTP client. Test-only code; it never listens beyond loopback.
 #![allow(dead_code)]
 
+pub mod oauth;
 pub mod schemas;
 
 use bytes::Bytes;

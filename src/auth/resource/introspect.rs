@@ -96,6 +96,7 @@ fn judge(
             subject,
             client_id,
             scopes,
+            expires_at: exp,
         },
         exp,
     ))

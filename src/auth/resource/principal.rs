@@ -10,6 +10,8 @@ pub struct TokenPrincipal {
     pub subject: String,
     pub client_id: Option<String>,
     pub scopes: Vec<String>,
+    /// When the token expires (`exp`, seconds since the epoch).
+    pub expires_at: i64,
 }
 
 /// Who a request's valid access token speaks for, and where its resource's metadata is. It
@@ -36,18 +38,24 @@ impl McpPrincipal {
             .map(String::as_str)
     }
 
-    /// The `403 insufficient_scope` challenge for `need`: the scopes asked are those the token
-    /// has plus those it lacks, so a client that steps up keeps what it had.
-    pub fn insufficient_scope(&self, need: &[String]) -> String {
+    /// The scopes a client stepping up for `need` asks for: those the token has, then those
+    /// it lacks, space-separated.
+    pub fn step_up_scope(&self, need: &[String]) -> String {
         let mut all = self.token.scopes.clone();
         for s in need {
             if !all.contains(s) {
                 all.push(s.clone());
             }
         }
+        all.join(" ")
+    }
+
+    /// The `403 insufficient_scope` challenge for `need`: the scopes asked are those the token
+    /// has plus those it lacks, so a client that steps up keeps what it had.
+    pub fn insufficient_scope(&self, need: &[String]) -> String {
         format!(
             "Bearer error=\"insufficient_scope\", scope=\"{}\", resource_metadata=\"{}\", error_description=\"the token lacks a scope this tool needs\"",
-            quoted(&all.join(" ")),
+            quoted(&self.step_up_scope(need)),
             quoted(&self.resource_metadata)
         )
     }

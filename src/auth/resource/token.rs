@@ -90,11 +90,11 @@ pub async fn validate(
     }
     let leeway = leeway.clamp(0, MAX_LEEWAY);
     let num = |k: &str| c.get(k).and_then(Value::as_i64);
-    match num("exp") {
-        Some(exp) if exp.saturating_add(leeway) > now => {}
+    let expires_at = match num("exp") {
+        Some(exp) if exp.saturating_add(leeway) > now => exp,
         Some(_) => return Err(invalid("the token has expired")),
         None => return Err(invalid("the token has no `exp`")),
-    }
+    };
     if num("nbf").is_some_and(|nbf| nbf.saturating_sub(leeway) > now)
         || num("iat").is_some_and(|iat| iat.saturating_sub(leeway) > now)
     {
@@ -115,5 +115,6 @@ pub async fn validate(
         subject,
         client_id,
         scopes: scopes(c),
+        expires_at,
     })
 }

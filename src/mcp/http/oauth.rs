@@ -5,6 +5,7 @@
 use super::Server;
 use super::respond::{Body, json_response, request_host, rpc_error};
 use crate::auth::resource::{self, Denied, Effective, McpPrincipal};
+use crate::mcp::handler::Answer;
 use crate::mcp::jsonrpc::{INTERNAL_ERROR, INVALID_REQUEST};
 use http::{HeaderValue, Request, Response, StatusCode, header};
 use serde_json::Value;
@@ -62,6 +63,17 @@ impl Server {
                 Err(denied(d))
             }
         }
+    }
+
+    /// MCP authorization's scope check of a `tools/call` (`params`) made before anything is
+    /// answered, so a missing scope is still HTTP 403 with its challenge where the reply
+    /// would otherwise start an SSE stream or hold a batch: `Some` refusal when the token
+    /// lacks a scope the named tool needs.
+    pub(super) fn scope_refused(&self, params: Option<&Value>) -> Option<Answer> {
+        let name = params?.get("name")?.as_str()?;
+        let gateway = self.core.gateway.load();
+        let tool = gateway.tools.get(name)?;
+        crate::auth::scoped(tool).err().map(Answer::from)
     }
 
     /// `GET /.well-known/oauth-protected-resource[/path]`: the protected resource metadata;

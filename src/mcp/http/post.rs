@@ -206,6 +206,15 @@ impl Server {
             return refuse("an empty JSON-RPC batch is invalid");
         }
         let era = Era::Legacy(session.version.clone());
+        // A call the token lacks a scope for refuses the whole batch with HTTP 403 before any
+        // item runs: the client steps up and sends it again, nothing half done.
+        let refused = items
+            .iter()
+            .filter(|item| item.get("method").and_then(Value::as_str) == Some("tools/call"))
+            .find_map(|item| self.scope_refused(item.get("params")));
+        if let Some(answer) = refused {
+            return self.reply(&Value::Null, answer, json_ok, false, None);
+        }
         let mut replies = Vec::new();
         for item in items {
             match jsonrpc::classify(item) {
@@ -376,6 +385,10 @@ impl Server {
         json_ok: bool,
         sse_ok: bool,
     ) -> Response<Body> {
+        // A missing scope is answered before a stream starts: HTTP 403 with its challenge.
+        if let Some(answer) = self.scope_refused(params.as_ref()) {
+            return self.reply(&id, answer, json_ok, sse_ok, None);
+        }
         let stream =
             sse_ok && (report.token.is_some() || report.level.is_some() || report.asks.is_some());
         let (tx, mut rx) = mpsc::unbounded_channel::<Value>();
