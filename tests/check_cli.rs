@@ -473,3 +473,39 @@ fn an_unresolved_ref_offers_the_nearest_name() {
         "{text}"
     );
 }
+
+#[test]
+fn todo_entries_are_errors_naming_their_candidates() {
+    let d = workdir("todo");
+    let cases: &[(&str, usize, &[&str])] = &[
+        (
+            // What `portico init --openrpc` writes for a method it could not pair.
+            "tools: {}\ntodo:\n  usp_bookings_get:\n    reason: \"two operations fit about as well\"\n    candidates:\n      - \"GET /b/{booking_id} (getB): score 80, same name\"\n",
+            8,
+            &[
+                "TODO: method `usp_bookings_get` is not paired with a backend operation (two operations fit about as well), so it is not served",
+                "candidates: GET /b/{booking_id} (getB): score 80, same name",
+                "Move it under `tools:`",
+            ],
+        ),
+        (
+            "tools: {}\ntodo:\n  usp_bookings_gett: {}\n",
+            8,
+            &[
+                "todo: `usp_bookings_gett` is not a method",
+                "delete the entry",
+            ],
+        ),
+        (
+            "tools:\n  usp_bookings_get:\n    http: GET /b/{booking_id}\ntodo:\n  usp_bookings_get: {candidates: []}\n",
+            10,
+            &["`usp_bookings_get` is both under `tools:` and under `todo:`"],
+        ),
+        (
+            "tools: {}\ntodo:\n  usp_bookings_get:\n    candidate: []\n",
+            9,
+            &["unknown field `candidate`", "did you mean `candidates`"],
+        ),
+    ];
+    expect_mistakes(&d, HEAD, cases);
+}

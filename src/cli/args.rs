@@ -466,10 +466,17 @@ pub struct InitArgs {
     /// The backend's OpenAPI 3.0/3.1/3.2 document (JSON or YAML; local `$ref`d files are read).
     #[arg(long, env = "PORTICO_INIT_OPENAPI")]
     pub openapi: PathBuf,
-    /// The protocol binding of the generated mapping (only `plain` is generated from an
-    /// OpenAPI document alone).
-    #[arg(long, default_value = "plain", value_parser = ["plain"], env = "PORTICO_INIT_BINDING")]
-    pub binding: String,
+    /// A protocol's published OpenRPC document (its MCP surface): each method is paired with
+    /// an operation; the OpenRPC is referenced unchanged, unpaired methods become `todo:` entries.
+    #[arg(long, env = "PORTICO_INIT_OPENRPC")]
+    pub openrpc: Option<PathBuf>,
+    /// The protocol binding of the generated mapping (default: inferred from the OpenRPC,
+    /// else `plain`; only `plain` is generated from an OpenAPI document alone).
+    #[arg(long, value_parser = ["plain", "usp", "ucp", "autonym"], env = "PORTICO_INIT_BINDING")]
+    pub binding: Option<String>,
+    /// The protocol version results announce, when the OpenRPC has no `info.version`.
+    #[arg(long, env = "PORTICO_INIT_PROTOCOL_VERSION")]
+    pub protocol_version: Option<String>,
     /// Backend base URL (default: the document's first server URL).
     #[arg(long, env = "PORTICO_INIT_BACKEND")]
     pub backend: Option<String>,

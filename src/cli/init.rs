@@ -12,6 +12,9 @@ use std::process::ExitCode;
 pub fn init(args: InitArgs) -> ExitCode {
     let opts = Options {
         openapi: args.openapi,
+        openrpc: args.openrpc,
+        binding: args.binding,
+        protocol_version: args.protocol_version,
         backend: args.backend,
         filter: Filter {
             include: args.include,
@@ -35,13 +38,30 @@ pub fn init(args: InitArgs) -> ExitCode {
     for s in &report.skipped {
         eprintln!("skipped: {s}");
     }
-    println!(
-        "wrote {} and {}: {} tool(s), {} operation(s) skipped",
-        report.mapping.display(),
-        report.openrpc.display(),
-        report.tools.len(),
-        report.skipped.len()
-    );
+    if opts.openrpc.is_some() {
+        println!("binding: {} ({})", report.binding.0, report.binding.1);
+        for p in &report.paired {
+            println!("paired: {p}");
+        }
+        for t in &report.todos {
+            println!("todo: {t}");
+        }
+        println!(
+            "wrote {} for {}: {} method(s) paired, {} TODO(s)",
+            report.mapping.display(),
+            report.openrpc.display(),
+            report.paired.len(),
+            report.todos.len()
+        );
+    } else {
+        println!(
+            "wrote {} and {}: {} tool(s), {} operation(s) skipped",
+            report.mapping.display(),
+            report.openrpc.display(),
+            report.tools.len(),
+            report.skipped.len()
+        );
+    }
     if let Some(var) = &report.backend_env
         && std::env::var_os(var).is_none()
     {
@@ -54,6 +74,19 @@ pub fn init(args: InitArgs) -> ExitCode {
     let check = portico::check::run(std::slice::from_ref(&opts.out));
     for d in &check.diagnostics {
         eprintln!("{d}");
+    }
+    let todos = check
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error() && d.message.starts_with(portico::config::todo::PREFIX))
+        .count();
+    let others = check.diagnostics.iter().filter(|d| d.is_error()).count() - todos;
+    if todos > 0 && others == 0 {
+        println!(
+            "check: {todos} TODO(s) left, each listed above with its candidates; pair them, then portico check {}",
+            opts.out.display()
+        );
+        return Exit::Ok.into();
     }
     if check.has_errors() {
         eprintln!(

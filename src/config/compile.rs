@@ -621,6 +621,7 @@ fn compile_file(
             tools.push(t);
         }
     }
+    super::todo::check(file, &text, &spec, &doc, diags);
     let resources = surface::resources(file, &text, &spec, &business, diags);
     let prompts = surface::prompts(file, &text, &spec, diags);
     let errors_after = diags.iter().filter(|d| d.is_error()).count();

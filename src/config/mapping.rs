@@ -33,6 +33,10 @@ pub struct MappingFile {
     pub outcomes: IndexMap<String, OutcomeSpecs>,
     /// Tool name (an OpenRPC method) -> REST call.
     pub tools: IndexMap<String, ToolSpec>,
+    /// OpenRPC methods not yet paired with a backend operation (written by `portico init
+    /// --openrpc`): each entry is an error in `check` until it moves under `tools:`.
+    #[serde(default)]
+    pub todo: IndexMap<String, TodoSpec>,
     /// Resource URI, or URI template with `{var}`s -> REST GET (`resources/*`).
     #[serde(default)]
     pub resources: IndexMap<String, ResourceSpec>,
@@ -262,6 +266,18 @@ pub struct BreakerSpec {
     /// How long it stays open before one trial call is let through (default `30s`).
     #[serde(default)]
     pub open_for: Option<String>,
+}
+
+/// An OpenRPC method `init` could not pair with a backend operation.
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TodoSpec {
+    /// Why it is not paired.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// The backend operations considered, best first: `METHOD /path (operationId): why`.
+    #[serde(default)]
+    pub candidates: Vec<String>,
 }
 
 /// Protocol envelope values.

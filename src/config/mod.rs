@@ -17,6 +17,7 @@ mod ref_hint;
 pub mod request_variant;
 pub mod schema;
 pub mod surface;
+pub mod todo;
 pub mod tool;
 
 pub use compile::{Backend, Business, Gateway, OutcomeRule, Tool, load};

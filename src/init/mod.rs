@@ -3,180 +3,43 @@
 //! It never fetches anything over the network, never crashes on a document, and never leaves a
 //! half-written output folder: unmappable operations are skipped and listed with their pointer.
 
+pub mod common;
 pub mod convert;
 pub mod operations;
+pub mod pair;
+pub mod protocol;
+pub mod schema_ids;
 pub mod source;
 pub mod write;
 
+use common::{Backend, backend_url, credentials, env_name, fail, slug};
+pub use common::{InitError, Options, Report};
 use convert::Schemas;
-use operations::{Context, Filter, ToolPlan};
+use operations::{Context, ToolPlan};
 use serde_json::Value;
 use source::{Place, Sources};
-use std::collections::{BTreeSet, HashSet};
-use std::path::{Path, PathBuf};
-
-/// What `init` is asked to do.
-#[derive(Debug, Clone, Default)]
-pub struct Options {
-    pub openapi: PathBuf,
-    pub backend: Option<String>,
-    pub filter: Filter,
-    pub out: PathBuf,
-}
-
-/// What `init` wrote, and what it left out.
-#[derive(Debug, Clone)]
-pub struct Report {
-    pub mapping: PathBuf,
-    pub openrpc: PathBuf,
-    pub tools: Vec<String>,
-    /// `METHOD /path (file#pointer): reason`.
-    pub skipped: Vec<String>,
-    /// `file#pointer: message`.
-    pub warnings: Vec<String>,
-    /// `tool: what was left out of it` (optional cookies, callbacks, credential headers).
-    pub notes: Vec<String>,
-    /// The environment variable the backend URL needs, when the document gave none.
-    pub backend_env: Option<String>,
-}
-
-/// Why nothing was written.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{file}{}: {message}", pointer.as_deref().map(|p| format!(" ({p})")).unwrap_or_default())]
-pub struct InitError {
-    pub file: PathBuf,
-    pub pointer: Option<String>,
-    pub message: String,
-}
-
-fn fail(file: &Path, pointer: Option<&str>, message: impl Into<String>) -> InitError {
-    InitError {
-        file: file.to_path_buf(),
-        pointer: pointer.map(str::to_string),
-        message: message.into(),
-    }
-}
-
-/// A business name from a title: lower case, words joined by `-`.
-fn slug(s: &str) -> String {
-    let mut out = String::new();
-    for c in s.chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.ends_with('-') && !out.is_empty() {
-            out.push('-');
-        }
-    }
-    let out: String = out.trim_end_matches('-').chars().take(40).collect();
-    out.trim_end_matches('-').to_string()
-}
-
-/// An environment variable name: upper case letters, digits and single `_`s.
-fn env_name(raw: &str) -> String {
-    let mut out = String::new();
-    for c in raw.chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_uppercase());
-        } else if !out.ends_with('_') {
-            out.push('_');
-        }
-    }
-    out.trim_matches('_').to_string()
-}
-
-/// The first server URL with its variables filled by their defaults.
-fn server_url(doc: &Value) -> Option<String> {
-    let s = doc.get("servers")?.as_array()?.first()?;
-    let mut url = s.get("url")?.as_str()?.to_string();
-    if let Some(vars) = s.get("variables").and_then(Value::as_object) {
-        for (k, v) in vars {
-            if let Some(d) = v.get("default").and_then(Value::as_str) {
-                url = url.replace(&format!("{{{k}}}"), d);
-            }
-        }
-    }
-    Some(url)
-}
-
-/// Credential header names (lower case), credential query names, and the headers the mapping
-/// would send: (header, value with `${VAR}`, which scheme).
-type Credentials = (
-    BTreeSet<String>,
-    BTreeSet<String>,
-    Vec<(String, String, String)>,
-);
-
-/// Credential headers named by the security schemes, and what the mapping would send.
-fn credentials(doc: &Value, env_prefix: &str) -> Credentials {
-    let mut headers = BTreeSet::new();
-    let mut query = BTreeSet::new();
-    let mut out: Vec<(String, String, String)> = Vec::new();
-    let Some(schemes) = doc
-        .pointer("/components/securitySchemes")
-        .and_then(Value::as_object)
-    else {
-        return (headers, query, out);
-    };
-    for (name, s) in schemes {
-        let kind = s.get("type").and_then(Value::as_str).unwrap_or("");
-        let (header, value) = match kind {
-            "apiKey" => {
-                let n = s
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string();
-                match s.get("in").and_then(Value::as_str) {
-                    Some("header") => {
-                        headers.insert(n.to_ascii_lowercase());
-                        let var = env_name(&format!("{env_prefix}_{n}"));
-                        (n, format!("${{{var}}}"))
-                    }
-                    Some("query") => {
-                        query.insert(n);
-                        continue;
-                    }
-                    _ => continue,
-                }
-            }
-            "http" => {
-                headers.insert("authorization".into());
-                match s
-                    .get("scheme")
-                    .and_then(Value::as_str)
-                    .map(str::to_ascii_lowercase)
-                    .as_deref()
-                {
-                    Some("basic") => (
-                        "Authorization".into(),
-                        format!("Basic ${{{env_prefix}_BASIC_AUTH}}"),
-                    ),
-                    _ => (
-                        "Authorization".into(),
-                        format!("Bearer ${{{env_prefix}_TOKEN}}"),
-                    ),
-                }
-            }
-            "oauth2" | "openIdConnect" => {
-                headers.insert("authorization".into());
-                (
-                    "Authorization".into(),
-                    format!("Bearer ${{{env_prefix}_TOKEN}}"),
-                )
-            }
-            _ => continue,
-        };
-        if !out.iter().any(|(h, _, _)| h.eq_ignore_ascii_case(&header)) {
-            out.push((header, value, format!("security scheme `{name}` ({kind})")));
-        }
-    }
-    (headers, query, out)
-}
+use std::collections::HashSet;
+use std::path::Path;
 
 /// Runs `init`: reads the document, plans the tools, writes the folder.
 pub fn run(opts: &Options) -> Result<Report, InitError> {
-    let path = &opts.openapi;
     let mut sources = Sources::default();
+    let api = open_backend(&opts.openapi, &mut sources)?;
+    match (&opts.openrpc, opts.binding.as_deref()) {
+        (Some(rpc), _) => protocol::run(opts, rpc, &api),
+        (None, None | Some("plain")) => run_plain(opts, api, sources),
+        (None, Some(b)) => Err(fail(
+            &opts.openapi,
+            None,
+            format!(
+                "--binding {b} needs the protocol's OpenRPC document (--openrpc FILE): only the plain binding is generated from an OpenAPI document alone"
+            ),
+        )),
+    }
+}
+
+/// Reads the OpenAPI document and names the business after its title.
+fn open_backend(path: &Path, sources: &mut Sources) -> Result<Backend, InitError> {
     let (file, doc) = sources.open(path).map_err(|e| {
         fail(
             path,
@@ -242,6 +105,29 @@ pub fn run(opts: &Options) -> Result<Report, InitError> {
         business
     };
     let env_prefix = env_name(&business);
+    Ok(Backend {
+        file,
+        doc,
+        version,
+        title,
+        api_version,
+        business,
+        env_prefix,
+    })
+}
+
+/// Without `--openrpc`: one tool per operation, an OpenRPC document written for them.
+fn run_plain(opts: &Options, api: Backend, mut sources: Sources) -> Result<Report, InitError> {
+    let Backend {
+        file,
+        doc,
+        version,
+        title,
+        api_version,
+        business,
+        env_prefix,
+    } = api;
+    let path = &opts.openapi;
     let (cred_headers, cred_query, creds) = credentials(&doc, &env_prefix);
 
     let root = Place {
@@ -301,30 +187,7 @@ pub fn run(opts: &Options) -> Result<Report, InitError> {
         return Err(fail(path, Some("/paths"), why));
     }
 
-    // The backend URL: --backend, else the first server, else an environment variable.
-    let server = server_url(&doc);
-    let (backend, note, backend_env) = match (&opts.backend, &server) {
-        (Some(b), _) => (b.trim_end_matches('/').to_string(), None, None),
-        (None, Some(s)) if s.starts_with("http://") || s.starts_with("https://") => (
-            s.trim_end_matches('/').to_string(),
-            Some("the document's first server; change it to reach another one".to_string()),
-            None,
-        ),
-        (None, other) => {
-            let var = format!("{env_prefix}_URL");
-            let why = match other {
-                Some(s) => format!("the document's server `{s}` is relative"),
-                None => "the document names no server".to_string(),
-            };
-            (
-                format!("${{{var}}}"),
-                Some(format!(
-                    "{why}: export {var} (or run init with --backend URL)"
-                )),
-                Some(var),
-            )
-        }
-    };
+    let (backend, note, backend_env) = backend_url(opts, &doc, &env_prefix);
 
     let openrpc_file = format!("{business}.openrpc.json");
     let mapping_file = format!("{business}.yaml");
@@ -371,5 +234,8 @@ pub fn run(opts: &Options) -> Result<Report, InitError> {
             .flat_map(|t| t.notes.iter().map(move |n| format!("{}: {n}", t.name)))
             .collect(),
         backend_env,
+        binding: ("plain".into(), "no --openrpc".into()),
+        paired: Vec::new(),
+        todos: Vec::new(),
     })
 }

@@ -125,7 +125,7 @@ pub fn yaml_str(s: &str) -> String {
 }
 
 /// A jq program as a YAML scalar (single-quoted when it is not plain).
-fn yaml_jq(p: &str) -> String {
+pub fn yaml_jq(p: &str) -> String {
     let plain = p.starts_with('.')
         && p.chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.'));
@@ -150,29 +150,17 @@ pub struct MappingHead<'a> {
     pub skipped: Vec<String>,
 }
 
-/// The mapping file's text.
-pub fn mapping(head: &MappingHead<'_>, tools: &[ToolPlan]) -> String {
+/// The opening of a mapping file: schema comment, `intro` (comment lines), business, binding,
+/// OpenRPC, `extra` (top-level sections, ending in a blank line) and the backend section.
+pub fn mapping_head(head: &MappingHead<'_>, binding: &str, intro: &str, extra: &str) -> String {
     let mut y = String::new();
     let _ = writeln!(y, "# yaml-language-server: $schema={SCHEMA_FILE}");
-    let _ = writeln!(
-        y,
-        "# {}: served over MCP from its OpenAPI {} document `{}`.",
-        if head.title.is_empty() {
-            head.business
-        } else {
-            head.title
-        },
-        head.openapi_version,
-        head.source
-    );
-    let _ = writeln!(
-        y,
-        "# One tool per operation; `portico check` validates this file, docs/mapping.md describes it."
-    );
+    y.push_str(intro);
     let _ = writeln!(y, "business: {}", yaml_str(head.business));
-    let _ = writeln!(y, "binding: plain");
+    let _ = writeln!(y, "binding: {binding}");
     let _ = writeln!(y, "openrpc: {}", yaml_str(head.openrpc_file));
     let _ = writeln!(y);
+    y.push_str(extra);
     let _ = writeln!(y, "backend:");
     if let Some(n) = &head.backend_note {
         let _ = writeln!(y, "  # {n}");
@@ -195,6 +183,22 @@ pub fn mapping(head: &MappingHead<'_>, tools: &[ToolPlan]) -> String {
         }
     }
     let _ = writeln!(y);
+    y
+}
+
+/// The mapping file's text.
+pub fn mapping(head: &MappingHead<'_>, tools: &[ToolPlan]) -> String {
+    let intro = format!(
+        "# {}: served over MCP from its OpenAPI {} document `{}`.\n# One tool per operation; `portico check` validates this file, docs/mapping.md describes it.\n",
+        if head.title.is_empty() {
+            head.business
+        } else {
+            head.title
+        },
+        head.openapi_version,
+        head.source
+    );
+    let mut y = mapping_head(head, "plain", &intro, "");
     let _ = writeln!(y, "tools:");
     for (i, t) in tools.iter().enumerate() {
         if i > 0 {
