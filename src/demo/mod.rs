@@ -3,6 +3,7 @@
 
 pub mod backend;
 pub mod fixtures;
+pub mod jobs;
 pub mod webhooks;
 
 use crate::app::{self, Running};
