@@ -208,6 +208,13 @@ async fn run(tool: &Tool, args: Value) -> Reply {
         Err(f) => (reply_for(tool, &call, Outcome::Failure(f)), true),
         Ok(req) => match backend_call(tool, req, call.meta.idempotency_key.is_some()).await {
             Err(f) => (reply_for(tool, &call, Outcome::Failure(f)), false),
+            // A long-running operation: a task for a caller that asked for one (nothing to
+            // remember), else completed here by polling.
+            Ok(resp) if resp.status == 202 && tool.long_running.is_some() => {
+                let reply = long_running(tool, &call, resp).await;
+                let keep = !crate::tasks::wanted();
+                (reply, keep)
+            }
             Ok(resp) => {
                 let keep = resp.status < 500 && resp.status != 429;
                 (translate_response(tool, &call, resp), keep)
@@ -228,6 +235,52 @@ async fn run(tool: &Tool, args: Value) -> Reply {
         leader.finish(&reply, keep).await;
     }
     reply
+}
+
+/// A `202` of a long-running tool: handed to the MCP edge as a task when the caller asked for
+/// one (`tasks::SLOT`), else polled to its end within the tool's timeout (the operation is
+/// cancelled when that runs out).
+async fn long_running(tool: &Tool, call: &Call, resp: response::RestResponse) -> Reply {
+    use crate::tasks::poll::{self, Polled};
+    let Some(lr) = tool.long_running.as_deref() else {
+        return translate_response(tool, call, resp);
+    };
+    let mut job = match poll::accepted(tool, lr, &resp, &call.args) {
+        Ok(j) => j,
+        Err(f) => return reply_for(tool, call, Outcome::Failure(f)),
+    };
+    if crate::tasks::wanted() {
+        crate::tasks::hand_over(job);
+        return Reply::Result(json!({}));
+    }
+    let until = crate::tasks::now_ms() + (tool.timeout.min(lr.deadline).as_millis() as u64);
+    loop {
+        let now = crate::tasks::now_ms();
+        if job.next_poll_ms > until {
+            let _ = poll::cancel(tool, lr, &job).await;
+            let f = Failure::new(
+                FailureKind::Timeout,
+                "the long-running operation did not finish within the tool's timeout",
+            );
+            return reply_for(tool, call, Outcome::Failure(f));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(
+            job.next_poll_ms.saturating_sub(now),
+        ))
+        .await;
+        match poll::poll_once(tool, lr, &job, &call.args).await {
+            Polled::Working(retry_after) => poll::schedule(lr, &mut job, retry_after),
+            Polled::Completed(resp) => return translate_response(tool, call, resp),
+            Polled::Failed(m) => {
+                let f = Failure::new(FailureKind::UpstreamError, m);
+                return reply_for(tool, call, Outcome::Failure(f));
+            }
+            Polled::Cancelled => {
+                let f = Failure::new(FailureKind::Conflict, "the operation was cancelled");
+                return reply_for(tool, call, Outcome::Failure(f));
+            }
+        }
+    }
 }
 
 /// The answer to a call naming a booking the caller may not see: the tool's own answer to a

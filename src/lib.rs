@@ -37,6 +37,7 @@ pub mod mcp;
 pub mod model;
 pub mod ops;
 pub mod state;
+pub mod tasks;
 pub mod translate;
 pub mod upstream;
 pub mod util;

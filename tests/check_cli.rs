@@ -43,7 +43,7 @@ fn the_shipped_configuration_checks_clean() {
     ]);
     assert_eq!(code, 0, "{text}");
     // 7 business mappings and the 2 facade mappings (reverse path), whose routes are no tools.
-    assert!(text.starts_with("ok: 9 file(s), 52 tool(s)"), "{text}");
+    assert!(text.starts_with("ok: 9 file(s), 59 tool(s)"), "{text}");
 }
 
 #[test]
@@ -141,6 +141,24 @@ fn each_mistake_points_at_file_line_and_fix() {
             &[
                 "`nope` is not a param",
                 "`Bad Name` cannot end an `Mcp-Param-` header name",
+            ],
+        ),
+        (
+            "tools:\n  usp_bookings_get:\n    http: GET /b/{booking_id}\n    long_running:\n      states: { RUNNING: busy }\n",
+            10,
+            &[
+                "`busy` (for backend state `RUNNING`) is not a task state",
+                "working, completed, failed, cancelled",
+                "maps no backend state to `completed`",
+            ],
+        ),
+        (
+            "tools:\n  usp_bookings_get:\n    http: GET /b/{booking_id}\n    long_running:\n      states: { DONE: completed }\n      poll_every: soon\n      cancel: FETCH\n      task: maybe\n",
+            11,
+            &[
+                "`soon` is not a positive duration",
+                "cancel: unknown HTTP method `FETCH`",
+                "task: `maybe` is neither optional nor required",
             ],
         ),
     ];

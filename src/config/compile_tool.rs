@@ -704,6 +704,10 @@ pub(super) fn compile_tool(
             .hint("flatten the schema, or move nested parts into `$defs` referenced with `$ref`"),
         );
     }
+    let long_running = ts
+        .long_running
+        .as_ref()
+        .map(|lr| super::long_running::compile(file, text, name, lr, defs, diags).map(Arc::new));
     if diags.iter().filter(|d| d.is_error()).count() != before {
         return None;
     }
@@ -773,6 +777,7 @@ pub(super) fn compile_tool(
         drop_nulls: ts.drop_nulls,
         request_variant,
         mcp_headers,
+        long_running: long_running.flatten(),
     })
 }
 

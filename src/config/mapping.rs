@@ -367,6 +367,64 @@ pub struct ToolSpec {
     /// rounds: each list item is one round, a map of request key -> step. See `config::ask`.
     #[serde(default)]
     pub ask: Vec<IndexMap<String, AskSpec>>,
+    /// The backend answers `202 Accepted` and a status resource to poll: the call is an MCP
+    /// task (`tasks/get`), or completes synchronously for a client that did not ask for one.
+    #[serde(default)]
+    pub long_running: Option<LongRunningSpec>,
+}
+
+/// A long-running REST operation (`202` + status resource) served as an MCP task.
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LongRunningSpec {
+    /// jq over the `202` body yielding the status URL; default: the `Location` header.
+    #[serde(default)]
+    pub status_url: Option<String>,
+    /// jq over the status body yielding the backend's state (default `.status`).
+    #[serde(default)]
+    pub state: Option<String>,
+    /// Backend state -> task state (`working`, `completed`, `failed`, `cancelled`); a state
+    /// not listed is `working`.
+    #[serde(default)]
+    pub states: IndexMap<String, String>,
+    /// jq over a completed status body yielding the answer body (default: the whole body),
+    /// which goes through the tool's `result`/`summary`/`outcomes` like a direct answer.
+    #[serde(default)]
+    pub answer: Option<String>,
+    /// jq over a completed status body yielding the HTTP status the answer is judged with
+    /// (default 200): e.g. `.http_status` to let a job's `422` become a business outcome.
+    #[serde(default)]
+    pub answer_status: Option<String>,
+    /// jq over a failed status body yielding the error message.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// First poll interval (default `1s`); a `Retry-After` from the backend wins.
+    #[serde(default)]
+    pub poll_every: Option<String>,
+    /// Factor each interval grows by (default 1.5), up to `poll_max`.
+    #[serde(default)]
+    pub backoff: Option<f64>,
+    /// Longest poll interval (default `30s`).
+    #[serde(default)]
+    pub poll_max: Option<String>,
+    /// How long the operation may run before the task fails (default `1h`).
+    #[serde(default)]
+    pub deadline: Option<String>,
+    /// How long a task stays readable after it was created (default `1h`).
+    #[serde(default)]
+    pub ttl: Option<String>,
+    /// The cancel call: `DELETE` (on the status URL) or `METHOD <url>` where `{status_url}`
+    /// stands for the status URL (`POST {status_url}/cancel`).
+    #[serde(default)]
+    pub cancel: Option<String>,
+    /// `optional` (default): a client that does not ask for tasks gets the call completed
+    /// synchronously; `required`: such a client is refused (-32021).
+    #[serde(default)]
+    pub task: Option<String>,
+    /// `in_task` (default): `ask:` questions are asked through the task (`input_required`,
+    /// `tasks/update`); `before_task`: asked first (MRTR), the task starts on the last round.
+    #[serde(default)]
+    pub ask: Option<String>,
 }
 
 /// One request to the MCP client. Exactly one of `elicit`, `sample`, `roots`.

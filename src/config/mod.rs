@@ -11,6 +11,7 @@ pub mod diag;
 mod envelope_check;
 mod input_schema;
 pub mod kind;
+pub mod long_running;
 pub mod mapping;
 pub mod openrpc;
 mod ref_hint;

@@ -126,6 +126,8 @@ pub struct Tool {
     /// SEP-2243: (argument, `Mcp-Param-` header suffix) of each top-level property of the
     /// `inputSchema` annotated `x-mcp-header`.
     pub mcp_headers: Vec<(String, String)>,
+    /// A `202` + status resource served as an MCP task (`long_running:`).
+    pub long_running: Option<Arc<super::long_running::LongRunning>>,
 }
 
 impl fmt::Debug for Tool {

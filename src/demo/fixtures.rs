@@ -1,7 +1,7 @@
 //! The conformance fixture backend: a small legacy-style REST API (JSON, text, PNG, WAV, failures,
-//! a JSON echo)
-//! that `mappings/conformance.yaml` turns into the MCP suite's `test_*` fixtures. It owns no state,
-//! must never listen beyond loopback, and never panics on request input.
+//! a JSON echo, long-running jobs in `demo::jobs`)
+//! that `mappings/conformance.yaml` turns into the MCP suite's fixtures. Its only state is the
+//! jobs table; it must never listen beyond loopback, and never panics on request input.
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -147,6 +147,20 @@ async fn echo(req: Request<Incoming>) -> Response<Full<Bytes>> {
 async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
     if req.method() == Method::POST && req.uri().path() == "/v1/echo" {
         return Ok(echo(req).await);
+    }
+    if req.method() == Method::POST && req.uri().path() == "/v1/jobs" {
+        use http_body_util::{BodyExt, Limited};
+        return Ok(
+            match Limited::new(req.into_body(), ECHO_MAX).collect().await {
+                Ok(b) => super::jobs::create(&b.to_bytes()),
+                Err(_) => json_reply(StatusCode::PAYLOAD_TOO_LARGE, json!({"error": "TOO_LARGE"})),
+            },
+        );
+    }
+    if let Some(id) = req.uri().path().strip_prefix("/v1/jobs/")
+        && (req.method() == Method::GET || req.method() == Method::DELETE)
+    {
+        return Ok(super::jobs::at(req.method() == Method::DELETE, id));
     }
     if req.method() == Method::GET && req.uri().path() == "/v1/slow" {
         tokio::time::sleep(SLOW).await;

@@ -3,6 +3,7 @@
 
 pub mod backend;
 pub mod fixtures;
+pub mod jobs;
 pub mod shop;
 pub mod webhooks;
 

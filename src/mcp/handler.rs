@@ -139,6 +139,11 @@ pub fn initialize_result(info: &ServerInfo, version: &str) -> Value {
         "capabilities": capabilities(false),
         "serverInfo": server_info_json(info),
     });
+    // Tasks (long-running tools) came with 2025-11-25.
+    if version >= "2025-11-25" {
+        r["capabilities"]["tasks"] =
+            json!({ "cancel": {}, "requests": { "tools": { "call": {} } } });
+    }
     if let (Some(i), Value::Object(obj)) = (&info.instructions, &mut r) {
         obj.insert("instructions".into(), Value::String(i.clone()));
     }
@@ -234,6 +239,15 @@ pub async fn handle_with(
                 "supportedVersions": supported_versions(),
                 "capabilities": capabilities(true),
             });
+            if core
+                .gateway
+                .load()
+                .tools
+                .values()
+                .any(|t| t.long_running.is_some())
+            {
+                r["capabilities"]["extensions"] = json!({ super::tasks::EXTENSION: {} });
+            }
             if let (Some(i), Value::Object(obj)) = (&core.info.instructions, &mut r) {
                 obj.insert("instructions".into(), Value::String(i.clone()));
             }
@@ -290,6 +304,21 @@ pub async fn handle_with(
             {
                 let e = crate::forward::unknown_tool(name);
                 return Answer::error(e.code, e.message);
+            }
+            // Long-running tools become tasks for clients that ask for them.
+            if let Some(tool) = gateway.tools.get(name).filter(|t| t.long_running.is_some())
+                && (modern || tasks_era(era))
+                && let Some(a) = super::tasks::tools_call(
+                    &gateway,
+                    tool,
+                    modern,
+                    &p,
+                    arguments.clone(),
+                    notifier,
+                )
+                .await
+            {
+                return finish(a, false);
             }
             // Tools with `ask:` first gather their client's answers.
             let asking = gateway
@@ -428,8 +457,22 @@ pub async fn handle_with(
                 ),
             }
         }
+        "tasks/get" | "tasks/update" | "tasks/cancel" | "tasks/result" | "tasks/list"
+            if modern || tasks_era(era) =>
+        {
+            let gateway = core.gateway.load_full();
+            finish(
+                super::tasks::handle_spawned(gateway, modern, method.to_string(), params).await,
+                false,
+            )
+        }
         _ => Answer::error(METHOD_NOT_FOUND, format!("Method not found: {method}")),
     }
+}
+
+/// Session-era revisions with tasks (2025-11-25).
+fn tasks_era(era: &Era) -> bool {
+    matches!(era, Era::Legacy(v) if v.as_str() >= "2025-11-25")
 }
 
 #[cfg(test)]

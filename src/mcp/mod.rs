@@ -10,6 +10,7 @@ pub mod jsonrpc;
 pub mod notify;
 pub mod session;
 pub mod stdio;
+pub mod tasks;
 
 /// Revisions served with the `initialize` handshake and sessions, newest first.
 pub const LEGACY_VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];

@@ -10,6 +10,7 @@ pub mod deliveries;
 pub mod events;
 pub mod idempotency;
 pub mod sessions;
+pub mod tasks;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use std::sync::atomic::{AtomicBool, Ordering};

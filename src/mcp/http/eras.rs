@@ -267,6 +267,10 @@ impl Server {
         let name_key = match method.as_str() {
             "tools/call" | "prompts/get" => Some("name"),
             "resources/read" => Some("uri"),
+            // The tasks extension routes on the task id; a header, when sent, must match.
+            "tasks/get" | "tasks/update" | "tasks/cancel" if header("mcp-name").is_some() => {
+                Some("taskId")
+            }
             _ => None,
         };
         if let Some(key) = name_key {

@@ -604,7 +604,7 @@ fn retry_worthy(out: &Result<RestResponse, Failure>) -> bool {
 }
 
 /// A `Retry-After` in seconds (the HTTP-date form is not used for retries).
-fn retry_after(resp: &RestResponse) -> Option<Duration> {
+pub fn retry_after(resp: &RestResponse) -> Option<Duration> {
     resp.headers
         .get(http::header::RETRY_AFTER)?
         .to_str()

@@ -1,0 +1,409 @@
+//! Long-running REST operations as MCP tasks (`long_running:` in a mapping), against a real
+//! HTTP backend on 127.0.0.1 whose jobs answer `202` + `Location`: polling to completion,
+//! failure, cancel (the backend sees the DELETE), `Retry-After`, the deadline, a synchronous
+//! call for a client without tasks, and task state in Redis (`--state`) surviving a restart and
+//! shared by two replicas (each started as its own `portico serve` process, with its own
+//! `redis-server` on a free port).
+#![cfg(unix)]
+
+mod common;
+
+use bytes::Bytes;
+use common::*;
+use http::{Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// One job of the test backend: done after `polls` status reads.
+#[derive(Default)]
+struct Job {
+    polls_left: u32,
+    outcome: String,
+    retry_after: Option<u64>,
+    cancelled: bool,
+    /// When each status read arrived.
+    reads: Vec<Instant>,
+}
+
+#[derive(Default)]
+struct Jobs {
+    jobs: HashMap<String, Job>,
+    deletes: Vec<String>,
+}
+
+type Shared = Arc<Mutex<Jobs>>;
+
+fn reply(status: StatusCode, v: Value) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(Bytes::from(v.to_string())));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert("content-type", "application/json".parse().unwrap());
+    r
+}
+
+/// `POST /ops {polls, outcome, retry_after?}` -> 202 + Location; `GET /ops/{id}`; `DELETE /ops/{id}`.
+async fn backend() -> (String, Shared) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let jobs: Shared = Arc::default();
+    let j = jobs.clone();
+    serve_with(listener, move |req| {
+        let jobs = j.clone();
+        async move {
+            let method = req.method().clone();
+            let path = req.uri().path().to_string();
+            let body = req.into_body().collect().await.unwrap().to_bytes();
+            let mut all = jobs.lock().unwrap();
+            if method == http::Method::POST && path == "/ops" {
+                let v: Value = serde_json::from_slice(&body).unwrap_or(json!({}));
+                let id = uuid::Uuid::new_v4().simple().to_string();
+                all.jobs.insert(
+                    id.clone(),
+                    Job {
+                        polls_left: v["polls"].as_u64().unwrap_or(1) as u32,
+                        outcome: v["outcome"].as_str().unwrap_or("ok").to_string(),
+                        retry_after: v["retry_after"].as_u64(),
+                        ..Job::default()
+                    },
+                );
+                let mut r = reply(StatusCode::ACCEPTED, json!({"id": id}));
+                r.headers_mut()
+                    .insert("location", format!("/ops/{id}").parse().unwrap());
+                return r;
+            }
+            let Some(id) = path.strip_prefix("/ops/") else {
+                return reply(StatusCode::NOT_FOUND, json!({}));
+            };
+            if method == http::Method::DELETE {
+                all.deletes.push(id.to_string());
+                if let Some(j) = all.jobs.get_mut(id) {
+                    j.cancelled = true;
+                }
+                return reply(StatusCode::OK, json!({"state": "CANCELLED"}));
+            }
+            let Some(j) = all.jobs.get_mut(id) else {
+                return reply(StatusCode::NOT_FOUND, json!({}));
+            };
+            j.reads.push(Instant::now());
+            if j.cancelled {
+                return reply(StatusCode::OK, json!({"state": "CANCELLED"}));
+            }
+            if j.polls_left > 0 {
+                j.polls_left -= 1;
+                let mut r = reply(StatusCode::OK, json!({"state": "RUNNING"}));
+                if let Some(s) = j.retry_after {
+                    r.headers_mut()
+                        .insert("retry-after", s.to_string().parse().unwrap());
+                }
+                return r;
+            }
+            match j.outcome.as_str() {
+                "ok" => reply(
+                    StatusCode::OK,
+                    json!({"state": "DONE", "output": {"report": format!("report {id}")}}),
+                ),
+                "never" => reply(StatusCode::OK, json!({"state": "RUNNING"})),
+                _ => reply(
+                    StatusCode::OK,
+                    json!({"state": "ERROR", "reason": "the report generator crashed"}),
+                ),
+            }
+        }
+    });
+    (format!("http://{addr}"), jobs)
+}
+
+/// A mapping folder with one long-running tool `make_report` on `backend`.
+fn mapping(backend: &str, deadline: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("portico-lr-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let rpc = json!({
+        "openrpc": "1.3.2",
+        "info": {"title": "reports", "version": "1"},
+        "methods": [{
+            "name": "make_report", "summary": "Make a report",
+            "paramStructure": "by-name",
+            "params": [
+                {"name": "polls", "required": true, "schema": {"type": "integer"}},
+                {"name": "outcome", "required": true, "schema": {"type": "string"}},
+                {"name": "retry_after", "required": false, "schema": {"type": "integer"}}
+            ],
+            "result": {"name": "report", "schema": {"type": "object", "required": ["report"],
+                "properties": {"report": {"type": "string"}}}}
+        }]
+    });
+    std::fs::write(dir.join("reports.openrpc.json"), rpc.to_string()).unwrap();
+    let yaml = format!(
+        r#"business: reports
+binding: plain
+openrpc: reports.openrpc.json
+backend:
+  url: {backend}
+  timeout: 5s
+tools:
+  make_report:
+    http: POST /ops
+    long_running:
+      state: .state
+      states: {{ RUNNING: working, DONE: completed, ERROR: failed, CANCELLED: cancelled }}
+      answer: .output
+      error: .reason
+      poll_every: 50ms
+      backoff: 1
+      deadline: {deadline}
+      cancel: DELETE
+    summary: "{{{{ report }}}}"
+"#
+    );
+    std::fs::write(dir.join("reports.yaml"), yaml).unwrap();
+    dir.join("reports.yaml")
+}
+
+fn with_tasks(mut params: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+    });
+    params
+}
+
+/// A 2026-07-28 request declaring the tasks extension.
+async fn rpc(client: &reqwest::Client, url: &str, method: &str, params: Value) -> common::Answer {
+    let params = with_tasks(params);
+    let mut rb = client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", MODERN)
+        .header("mcp-method", method);
+    if let Some(n) = params.get("name").and_then(Value::as_str) {
+        rb = rb.header("mcp-name", n);
+    }
+    send(
+        rb.body(json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string()),
+    )
+    .await
+}
+
+async fn start_task(client: &reqwest::Client, url: &str, args: Value) -> String {
+    let a = rpc(
+        client,
+        url,
+        "tools/call",
+        json!({"name": "make_report", "arguments": args}),
+    )
+    .await;
+    assert_eq!(a.result()["resultType"], "task", "{}", a.text);
+    a.result()["taskId"].as_str().expect("taskId").to_string()
+}
+
+/// Polls `tasks/get` until the task is terminal.
+async fn settled(client: &reqwest::Client, url: &str, id: &str) -> Value {
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        let a = rpc(client, url, "tasks/get", json!({"taskId": id})).await;
+        let r = a.result().clone();
+        if ["completed", "failed", "cancelled"].contains(&r["status"].as_str().unwrap_or("")) {
+            return r;
+        }
+        assert!(Instant::now() < until, "task {id} still {r}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_task_is_polled_to_completion_and_its_answer_goes_through_the_tool() {
+    let (b, jobs) = backend().await;
+    let g = gateway(&[mapping(&b, "1m")]).await;
+    let (client, url) = (reqwest::Client::new(), g.mcp_url());
+    let id = start_task(&client, &url, json!({"polls": 3, "outcome": "ok"})).await;
+    let r = settled(&client, &url, &id).await;
+    assert_eq!(r["status"], "completed", "{r}");
+    let report = r["result"]["structuredContent"]["report"].as_str().unwrap();
+    assert!(report.starts_with("report "), "{r}");
+    assert_eq!(r["result"]["content"][0]["text"], report);
+    let all = jobs.lock().unwrap();
+    assert_eq!(all.jobs.len(), 1);
+    assert!(all.jobs.values().all(|j| j.reads.len() >= 4));
+}
+
+#[tokio::test]
+async fn a_client_without_tasks_gets_the_answer_synchronously() {
+    let (b, _jobs) = backend().await;
+    let g = gateway(&[mapping(&b, "1m")]).await;
+    let client = reqwest::Client::new();
+    let a = call(
+        &client,
+        &g.mcp_url(),
+        "make_report",
+        json!({"polls": 2, "outcome": "ok"}),
+    )
+    .await;
+    assert_eq!(a.result()["resultType"], "complete", "{}", a.text);
+    assert!(a.sc()["report"].as_str().unwrap().starts_with("report "));
+}
+
+#[tokio::test]
+async fn a_failed_operation_fails_the_task_with_the_backend_reason() {
+    let (b, _jobs) = backend().await;
+    let g = gateway(&[mapping(&b, "1m")]).await;
+    let (client, url) = (reqwest::Client::new(), g.mcp_url());
+    let id = start_task(&client, &url, json!({"polls": 1, "outcome": "fail"})).await;
+    let r = settled(&client, &url, &id).await;
+    assert_eq!(r["status"], "failed", "{r}");
+    assert_eq!(r["error"]["message"], "the report generator crashed");
+    assert!(r.get("result").is_none());
+}
+
+#[tokio::test]
+async fn cancel_sends_the_configured_rest_call() {
+    let (b, jobs) = backend().await;
+    let g = gateway(&[mapping(&b, "1m")]).await;
+    let (client, url) = (reqwest::Client::new(), g.mcp_url());
+    let id = start_task(&client, &url, json!({"polls": 1000, "outcome": "ok"})).await;
+    let ack = rpc(&client, &url, "tasks/cancel", json!({"taskId": id})).await;
+    assert_eq!(ack.result()["resultType"], "complete", "{}", ack.text);
+    assert!(ack.result().get("status").is_none());
+    let r = settled(&client, &url, &id).await;
+    assert_eq!(r["status"], "cancelled");
+    assert_eq!(jobs.lock().unwrap().deletes.len(), 1);
+    // Unknown ids are invalid params.
+    let a = rpc(&client, &url, "tasks/get", json!({"taskId": "nope"})).await;
+    assert_eq!(a.error_code(), Some(-32602));
+}
+
+#[tokio::test]
+async fn retry_after_from_the_status_resource_is_honoured() {
+    let (b, jobs) = backend().await;
+    let g = gateway(&[mapping(&b, "1m")]).await;
+    let (client, url) = (reqwest::Client::new(), g.mcp_url());
+    let args = json!({"polls": 2, "outcome": "ok", "retry_after": 1});
+    let id = start_task(&client, &url, args).await;
+    // Asked often: portico still waits as long as the backend said.
+    let r = settled(&client, &url, &id).await;
+    assert_eq!(r["status"], "completed");
+    let all = jobs.lock().unwrap();
+    let reads = &all.jobs.values().next().unwrap().reads;
+    assert_eq!(reads.len(), 3, "two RUNNING answers then DONE");
+    for w in reads.windows(2) {
+        assert!(
+            w[1] - w[0] >= Duration::from_millis(950),
+            "{:?}",
+            w[1] - w[0]
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_operation_past_its_deadline_fails_and_is_cancelled() {
+    let (b, jobs) = backend().await;
+    let g = gateway(&[mapping(&b, "400ms")]).await;
+    let (client, url) = (reqwest::Client::new(), g.mcp_url());
+    let id = start_task(&client, &url, json!({"polls": 0, "outcome": "never"})).await;
+    let r = settled(&client, &url, &id).await;
+    assert_eq!(r["status"], "failed", "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("deadline"));
+    assert_eq!(jobs.lock().unwrap().deletes.len(), 1);
+}
+
+/// A private `redis-server` on 127.0.0.1 (nothing kept on disk).
+struct Redis(Child, u16);
+
+impl Redis {
+    fn start() -> Redis {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .unwrap();
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("redis-server must be installed (Debian package redis-server)");
+        let redis = Redis(child, port);
+        for _ in 0..200 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return redis;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        panic!("redis-server did not start");
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// One `portico serve --state` process: (child, MCP URL).
+fn replica(mapping: &Path, redis: &Redis) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_portico"))
+        .arg("serve")
+        .arg(mapping)
+        .args(["--listen", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"])
+        .args(["--reload-interval", "off"])
+        .args(["--state", &format!("redis://127.0.0.1:{}/", redis.1)])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("portico serve starts");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let url = first
+        .strip_prefix("mcp: ")
+        .expect("mcp banner")
+        .trim()
+        .to_string();
+    // Keep reading the banner's rest: a closed pipe would fail the process's next write.
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, url)
+}
+
+fn kill(mut c: Child) {
+    let _ = c.kill();
+    let _ = c.wait();
+}
+
+#[tokio::test]
+async fn a_restarted_process_picks_the_task_up_from_the_state_store() {
+    let (b, _jobs) = backend().await;
+    let m = mapping(&b, "1m");
+    let redis = Redis::start();
+    let client = reqwest::Client::new();
+    let (first, url) = replica(&m, &redis);
+    let id = start_task(&client, &url, json!({"polls": 5, "outcome": "ok"})).await;
+    kill(first);
+    let (second, url) = replica(&m, &redis);
+    let r = settled(&client, &url, &id).await;
+    assert_eq!(r["status"], "completed", "{r}");
+    assert!(r["result"]["structuredContent"]["report"].is_string());
+    kill(second);
+}
+
+#[tokio::test]
+async fn one_replica_creates_the_task_and_another_answers_for_it() {
+    let (b, _jobs) = backend().await;
+    let m = mapping(&b, "1m");
+    let redis = Redis::start();
+    let client = reqwest::Client::new();
+    let (a, url_a) = replica(&m, &redis);
+    let (b2, url_b) = replica(&m, &redis);
+    let id = start_task(&client, &url_a, json!({"polls": 3, "outcome": "ok"})).await;
+    let now = rpc(&client, &url_b, "tasks/get", json!({"taskId": id})).await;
+    assert_eq!(now.result()["taskId"], id.as_str(), "{}", now.text);
+    let r = settled(&client, &url_b, &id).await;
+    assert_eq!(r["status"], "completed", "{r}");
+    kill(a);
+    kill(b2);
+}
