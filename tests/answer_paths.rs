@@ -5,11 +5,17 @@
 //! ways (`forward::translate_response`, which takes the hot path when it can, and
 //! `forward::translate_response_tree`). The flows cover successes, business outcomes, errors and
 //! the two bindings, and the test checks that the benchmarked call takes the hot path.
+//!
+//! The benchmark workloads (benches/fixtures/workloads/, scripts/bench-workloads) are checked
+//! the same way on the fixed answers their backend serves, without a network.
 
 use portico::binding::Reply;
 use portico::config::Gateway;
 use portico::forward;
+use portico::translate::request;
+use portico::translate::response::RestResponse;
 use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
 
 const PROFILE: &str = "https://agent.example/profiles/usp.json";
 const UCP_PROFILE: &str = "https://platform.example/p.json";
@@ -237,4 +243,145 @@ async fn the_hot_path_answers_as_the_tree_path_on_the_ucp_flows() {
     assert_eq!(&hot[..4], &[true; 4], "UCP calls on the hot path: {hot:?}");
     assert!(hot[6], "ask_business took the tree path: {hot:?}");
     demo.stop().await;
+}
+
+// ---- the benchmark workloads, on their fixed answers
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(root().join("benches/fixtures/workloads").join(name)).expect("fixture")
+}
+
+fn openapi_mapping(dir: &Path) -> PathBuf {
+    portico::init::run(&portico::init::Options {
+        openapi: root().join("examples/seaside-spa/openapi.yaml"),
+        backend: Some("http://127.0.0.1:9/spa/v1".into()),
+        out: dir.to_path_buf(),
+        ..Default::default()
+    })
+    .expect("init writes a mapping")
+    .mapping
+}
+
+/// Translates `answer` for `tool` both ways; returns the tree path's result and whether the hot
+/// path answered.
+fn both_fixed(
+    mapping: PathBuf,
+    tool: &str,
+    args: Value,
+    status: u16,
+    answer: Vec<u8>,
+) -> (Value, bool) {
+    // SAFETY: set before any thread of this test reads the environment for the mapping.
+    unsafe { std::env::set_var("PORTICO_BENCH_BACKEND_PORT", "9") };
+    let g = portico::config::load(&[mapping]).expect("workload mapping loads");
+    let t = g.tools.get(tool).expect("workload tool");
+    let Ok(call) = forward::prepare(t, args) else {
+        panic!("{tool}: arguments refused")
+    };
+    assert!(request::build(t, &call).is_ok(), "{tool}: no request");
+    let mut headers = http::HeaderMap::new();
+    headers.insert(
+        "content-type",
+        http::HeaderValue::from_static("application/json"),
+    );
+    let resp = RestResponse {
+        status,
+        headers,
+        body: answer.into(),
+    };
+    let mut fast = forward::translate_response(t, &call, resp.clone());
+    let tree = forward::translate_response_tree(t, &call, resp);
+    assert_eq!(
+        String::from_utf8_lossy(&bytes_of(&fast)),
+        String::from_utf8_lossy(&bytes_of(&tree)),
+        "{tool}: the hot path's bytes differ"
+    );
+    let hot = matches!(fast, Reply::Written(_));
+    fast.materialize();
+    assert_eq!(fast, tree, "{tool}: the hot path's value differs");
+    let Reply::Result(v) = tree else {
+        panic!("{tool}: not a result: {tree:?}")
+    };
+    (v, hot)
+}
+
+fn workload_ucp_args() -> Value {
+    json!({"id": "Q-5001", "meta": {"ucp-agent": {"profile": "https://platform.example/p.json"}},
+        "booking": {"property": {"id": "HH-LIS"}, "stays": [{"accommodation_type": {"id": "DBL"},
+        "rate_plan": {"id": "FLEX"}, "occupancy": {"adults": 2},
+        "stay_dates": {"start_date": "2026-12-10", "end_date": "2026-12-12"}}]}})
+}
+
+#[test]
+fn the_openapi_workload_takes_the_hot_path_and_answers_as_the_tree_path() {
+    let dir = std::env::temp_dir().join(format!("portico-workloads-{}", std::process::id()));
+    let args = json!({"code": "MASSAGE-60", "from": "2026-12-01", "to": "2026-12-02"});
+    let mapping = openapi_mapping(&dir);
+    let (v, hot) = both_fixed(
+        mapping.clone(),
+        "list_openings",
+        args.clone(),
+        200,
+        fixture("openings.json"),
+    );
+    assert!(hot, "a tool without `result` takes the hot path");
+    assert_eq!(
+        v["structuredContent"]["openings"][0]["ref"],
+        "MASSAGE-60@2026-12-01T09:00"
+    );
+    // Integers past i64 and past u64: whichever path answers, both agree.
+    for n in ["9223372036854775808", "18446744073709551616"] {
+        let wide = format!(r#"{{"treatment":"MASSAGE-60","openings":[],"n":{n}}}"#).into_bytes();
+        let (v, _) = both_fixed(mapping.clone(), "list_openings", args.clone(), 200, wide);
+        assert_eq!(v["structuredContent"]["treatment"], "MASSAGE-60");
+    }
+    // Not JSON, and an error status: the tree path's answers.
+    let (v, _) = both_fixed(
+        mapping.clone(),
+        "list_openings",
+        args.clone(),
+        200,
+        b"<html>".to_vec(),
+    );
+    assert_eq!(v["isError"], true);
+    let (v, _) = both_fixed(mapping.clone(), "list_openings", args, 404, b"{}".to_vec());
+    assert_eq!(v["isError"], true);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_ucp_workload_takes_the_hot_path_and_answers_as_the_tree_path() {
+    let mapping = root().join("benches/fixtures/workloads/ucp.yaml");
+    let (v, hot) = both_fixed(
+        mapping,
+        "update_booking_session",
+        workload_ucp_args(),
+        200,
+        fixture("quote.json"),
+    );
+    assert!(hot);
+    assert_eq!(v["structuredContent"]["id"], "Q-5001");
+}
+
+#[test]
+fn the_large_workload_takes_the_hot_path_and_answers_as_the_tree_path() {
+    let mapping = root().join("benches/fixtures/workloads/documents.yaml");
+    let sections: Vec<Value> = (0..44)
+        .map(|i| json!({"heading": format!("Part {i}"), "text": "quay tide ".repeat(30)}))
+        .collect();
+    let args =
+        json!({"folder_id": "F-1", "document": {"title": "Harbour log", "sections": sections}});
+    let (v, hot) = both_fixed(
+        mapping,
+        "put_document",
+        args,
+        200,
+        fixture("documents.json"),
+    );
+    assert!(hot);
+    assert_eq!(v["structuredContent"]["documents"][95]["id"], "DOC-0095");
 }

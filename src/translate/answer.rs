@@ -24,7 +24,6 @@ use serde_json::{Map, json};
 /// The reply for a successful answer, written without a tree; `None` when the tree path must
 /// answer.
 pub fn written(tool: &Tool, call: &Call, resp: &RestResponse) -> Option<Reply> {
-    let result = tool.result.as_ref()?;
     // Rules that read the body are the tree path's to decide.
     if tool.rules_read_body(resp.status)
         || !matches!(tool.rule_for(resp.status, None).rule, Rule::Success)
@@ -51,9 +50,15 @@ pub fn written(tool: &Tool, call: &Call, resp: &RestResponse) -> Option<Reply> {
             Some(_) => return None,
         }
     }
-    let mut answer = result
-        .run_doc_native(&body, narrow, vars)?
-        .unwrap_or(Doc::Null);
+    // A tool without `result` answers with the body as it came (the tree path's
+    // `Body::into_value`); an integer past i64 is left to the tree path's reading of it.
+    let mut answer = match &tool.result {
+        Some(result) => result
+            .run_doc_native(&body, narrow, vars)?
+            .unwrap_or(Doc::Null),
+        None if narrow => body,
+        None => return None,
+    };
     if tool.drop_nulls {
         json_doc::drop_null_members_doc(&mut answer);
     }
