@@ -291,6 +291,10 @@ pub struct ToolSpec {
     /// schemas as published.
     #[serde(default)]
     pub request_variant: Option<String>,
+    /// Patches to the published param or result schemas, applied in order at load (before the
+    /// request variant and the validators are made); the published file stays unchanged.
+    #[serde(default)]
+    pub schema_patches: Vec<SchemaPatchSpec>,
     /// jq expression over a 2xx body that yields `messages[]` when the backend reported a
     /// business failure in a success status (e.g. `200 {"errors": [...]}`), else null/empty.
     #[serde(default)]
@@ -543,4 +547,31 @@ impl OutcomeSpecs {
             OutcomeSpecs::Many(v) => v,
         }
     }
+}
+
+/// One patch of a tool's param or result schema (RFC 6902-like).
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SchemaPatchSpec {
+    /// `params.<name>` (one param's schema) or `result` (the result schema).
+    pub target: String,
+    /// `add`, `replace` or `remove`.
+    pub op: PatchOp,
+    /// JSON pointer into the target schema (`""`: all of it); it crosses `$ref`s.
+    pub pointer: String,
+    /// The new value (`add`, `replace`).
+    #[serde(default)]
+    pub value: Option<serde_json::Value>,
+}
+
+/// An RFC 6902 operation a schema patch performs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PatchOp {
+    /// Sets an object member, or inserts into an array (`-` appends).
+    Add,
+    /// Replaces what exists at the pointer.
+    Replace,
+    /// Removes what exists at the pointer.
+    Remove,
 }

@@ -9,6 +9,7 @@ mod compile_backend;
 mod compile_tool;
 pub mod diag;
 mod envelope_check;
+mod idempotency_check;
 mod input_schema;
 pub mod kind;
 pub mod mapping;
@@ -16,6 +17,7 @@ pub mod openrpc;
 mod ref_hint;
 pub mod request_variant;
 pub mod schema;
+pub mod schema_patch;
 pub mod surface;
 pub mod tool;
 

@@ -123,6 +123,8 @@ pub struct Tool {
     /// The operation whose request variant of the params' schemas is served, and how many
     /// properties it changed (`config::request_variant`); `None`: as published.
     pub request_variant: Option<(String, usize)>,
+    /// One line per `schema_patches:` entry applied at load (`portico check` prints them).
+    pub schema_patches: Vec<String>,
     /// SEP-2243: (argument, `Mcp-Param-` header suffix) of each top-level property of the
     /// `inputSchema` annotated `x-mcp-header`.
     pub mcp_headers: Vec<(String, String)>,
