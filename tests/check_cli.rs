@@ -514,3 +514,29 @@ fn schema_patch_mistakes_point_at_the_item_and_every_patch_is_noted() {
         assert!(text.contains(note), "expected `{note}` in:\n{text}");
     }
 }
+
+#[test]
+fn follow_up_mistakes_point_at_file_line_and_fix() {
+    let d = workdir("follow-up");
+    let cases: &[(&str, usize, &[&str])] = &[
+        (
+            "tools:\n  usp_bookings_cancel:\n    http: POST /b/{booking_id}/cancel\n    outcomes:\n      409:\n        business: booking_not_cancellable\n        follow_up: {method: POST, path: '/b/{booking_id}'}\n",
+            10,
+            &["a follow-up read cannot be `POST`", "use `GET` or `HEAD`"],
+        ),
+        (
+            "tools:\n  usp_bookings_cancel:\n    http: POST /b/{booking_id}/cancel\n    outcomes:\n      409:\n        business: booking_not_cancellable\n        follow_up: {path: '/b/{booking}'}\n",
+            9,
+            &[
+                "the follow-up read's `{booking}` is no param of `usp_bookings_cancel`",
+                "booking_id",
+            ],
+        ),
+        (
+            "tools:\n  usp_bookings_cancel:\n    http: POST /b/{booking_id}/cancel\n    outcomes:\n      409:\n        error: idempotency_conflict\n        follow_up: {path: '/b/{booking_id}'}\n",
+            10,
+            &["`follow_up` only applies to `business` outcomes"],
+        ),
+    ];
+    expect_mistakes(&d, HEAD, cases);
+}

@@ -221,6 +221,7 @@ fn compile_outcome(
         ("code_from", spec.code_from.is_some()),
         ("severity_from", spec.severity_from.is_some()),
         ("with_result", spec.with_result == Some(true)),
+        ("follow_up", spec.follow_up.is_some()),
     ] {
         if set && spec.business.is_none() {
             diags.push(
@@ -260,6 +261,10 @@ fn compile_outcome(
     let code_from = jq("code_from", &spec.code_from);
     let severity_from = jq("severity_from", &spec.severity_from);
     let when = jq("when", &spec.when);
+    let follow_up = match &spec.follow_up {
+        None => None,
+        Some(f) => Some(super::follow_up::compile(file, line, at, f, diags)?),
+    };
     if failed {
         return None;
     }
@@ -275,6 +280,7 @@ fn compile_outcome(
         severity_from,
         when,
         with_result: spec.with_result == Some(true),
+        follow_up,
     })
 }
 
@@ -500,6 +506,7 @@ pub(super) fn compile_tool(
         defs,
         diags,
     ));
+    super::follow_up::check_params(file, at("outcomes"), name, &param_names, &outcomes, diags);
 
     // Schemas.
     let mut bundler = Bundler::new(sources);

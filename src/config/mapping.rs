@@ -499,6 +499,22 @@ pub struct OutcomeSpec {
     /// the backend body (an object), beside `messages[]`.
     #[serde(default)]
     pub with_result: Option<bool>,
+    /// With `business`: one read through the same backend when the error body lacks the
+    /// resource; its 2xx answer, mapped by the tool's `result`, is the resource the outcome
+    /// carries. A failed read leaves the outcome without it.
+    #[serde(default)]
+    pub follow_up: Option<FollowUpSpec>,
+}
+
+/// A follow-up read of an outcome rule.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FollowUpSpec {
+    /// `GET` (default) or `HEAD`.
+    #[serde(default)]
+    pub method: Option<String>,
+    /// Path template on the backend, placeholders from the call's arguments.
+    pub path: String,
 }
 
 /// The rules of one status: one rule, or a list tried in order (first match wins). Its schema is
@@ -506,7 +522,7 @@ pub struct OutcomeSpec {
 #[derive(Debug, Clone, PartialEq, schemars::JsonSchema)]
 #[schemars(untagged)]
 pub enum OutcomeSpecs {
-    One(OutcomeSpec),
+    One(Box<OutcomeSpec>),
     Many(Vec<OutcomeSpec>),
 }
 
@@ -525,7 +541,7 @@ impl<'de> Deserialize<'de> for OutcomeSpecs {
                 a: A,
             ) -> Result<OutcomeSpecs, A::Error> {
                 OutcomeSpec::deserialize(serde::de::value::MapAccessDeserializer::new(a))
-                    .map(OutcomeSpecs::One)
+                    .map(|s| OutcomeSpecs::One(Box::new(s)))
             }
             fn visit_seq<A: serde::de::SeqAccess<'de>>(
                 self,

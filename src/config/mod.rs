@@ -9,6 +9,7 @@ mod compile_backend;
 mod compile_tool;
 pub mod diag;
 mod envelope_check;
+mod follow_up;
 mod idempotency_check;
 mod input_schema;
 pub mod kind;
