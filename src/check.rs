@@ -120,6 +120,9 @@ pub fn run(paths: &[PathBuf]) -> Report {
                             if *changed == 1 { "y" } else { "ies" }
                         ));
                     }
+                    if let Some(t) = g.tools.get(name) {
+                        overrides.extend(t.schema_patches.iter().cloned());
+                    }
                 }
             }
             Err(ds) => diagnostics.extend(ds),

@@ -217,7 +217,11 @@ async fn run(tool: &Tool, args: Value) -> Reply {
             }
             Ok(resp) => {
                 let keep = resp.status < 500 && resp.status != 429;
-                (translate_response(tool, &call, resp), keep)
+                let resource = match tool.follows_up(resp.status) {
+                    true => follow_up(tool, &call, &resp).await,
+                    false => None,
+                };
+                (translate_followed(tool, &call, resp, resource), keep)
             }
         },
     };
@@ -281,6 +285,87 @@ async fn long_running(tool: &Tool, call: &Call, resp: response::RestResponse) ->
             }
         }
     }
+}
+
+/// The resource a business outcome carries when its rule names a follow-up read and the error
+/// body does not hold it: the read's 2xx answer through the tool's `result`. `None` when no
+/// such rule matches, or the read fails (logged: the outcome goes out without the resource).
+async fn follow_up(
+    tool: &Tool,
+    call: &Call,
+    resp: &response::RestResponse,
+) -> Option<serde_json::Map<String, Value>> {
+    let body: Value = serde_json::from_slice(&resp.body).unwrap_or(Value::Null);
+    let meta = request::meta_for(tool, call);
+    let vars = crate::translate::transform::Vars3 {
+        args: &call.args,
+        status: resp.status,
+        meta: &meta,
+    };
+    let rule = tool.rule_for(resp.status, Some((&body, vars)));
+    let (crate::binding::Rule::Business(_), Some(read)) = (&rule.rule, &rule.follow_up) else {
+        return None;
+    };
+    if !response::carried(tool, rule.with_result, &body, vars).is_empty() {
+        return None; // the error body holds the resource
+    }
+    let why = match read.path.render(&call.args) {
+        Err(e) => e.to_string(),
+        Ok(path) => {
+            let backend = &tool.business.backend;
+            let mut headers = http::HeaderMap::new();
+            headers.extend(backend.headers.iter().cloned());
+            if let Ok(h) = tool.business.binding.headers(&call.meta) {
+                headers.extend(h);
+            }
+            let req = crate::translate::rest::RestRequest {
+                method: read.method.clone(),
+                url: format!("{}{path}", backend.base),
+                headers,
+                body: None,
+            };
+            match backend_call(tool, req, false).await {
+                Ok(r) if (200..300).contains(&r.status) => {
+                    let answer: Value = serde_json::from_slice(&r.body).unwrap_or(Value::Null);
+                    let vars = crate::translate::transform::Vars3 {
+                        status: r.status,
+                        ..vars
+                    };
+                    let resource = response::carried(tool, true, &answer, vars);
+                    if !resource.is_empty() {
+                        return Some(resource);
+                    }
+                    format!(
+                        "HTTP {} with no resource the `result` program maps",
+                        r.status
+                    )
+                }
+                Ok(r) => format!("HTTP {}", r.status),
+                Err(f) => f.message,
+            }
+        }
+    };
+    tracing::warn!(tool = %tool.name, why = %why, "follow-up read failed; the business outcome goes out without the resource");
+    None
+}
+
+/// [`translate_response`], with the resource a follow-up read found for a business outcome.
+fn translate_followed(
+    tool: &Tool,
+    call: &Call,
+    resp: response::RestResponse,
+    resource: Option<serde_json::Map<String, Value>>,
+) -> Reply {
+    let Some(resource) = resource else {
+        return translate_response(tool, call, resp);
+    };
+    let mut outcome = response::outcome(tool, call, resp);
+    if let Outcome::Business { body, .. } = &mut outcome
+        && body.is_empty()
+    {
+        *body = resource;
+    }
+    reply_for(tool, call, outcome)
 }
 
 /// The answer to a call naming a booking the caller may not see: the tool's own answer to a

@@ -527,3 +527,87 @@ fn todo_entries_are_errors_naming_their_candidates() {
     ];
     expect_mistakes(&d, HEAD, cases);
 }
+
+/// A mapping body whose `usp_bookings_create` has the given `schema_patches:` items.
+macro_rules! patched {
+    ($items:literal) => {
+        concat!(
+            "tools:\n  usp_bookings_create:\n    http: POST /b\n    schema_patches:\n",
+            $items
+        )
+    };
+}
+
+#[test]
+fn schema_patch_mistakes_point_at_the_item_and_every_patch_is_noted() {
+    let d = workdir("schema-patches");
+    let cases: &[(&str, usize, &[&str])] = &[
+        (
+            patched!(
+                "      - {target: params.buyer, op: replace, pointer: /properties/first_name, value: {type: string}}\n      - {target: params.buyer, op: replace, pointer: /properties/nope/type, value: integer}\n"
+            ),
+            11,
+            &[
+                "pointer `/properties/nope/type` into `params.buyer` does not resolve: `/properties` has no `nope`",
+                "a `$ref` is followed",
+            ],
+        ),
+        (
+            patched!("      - {target: params.byer, op: remove, pointer: /required}\n"),
+            10,
+            &["no param `byer`", "the params are:", "buyer"],
+        ),
+        (
+            patched!("      - {target: output, op: remove, pointer: /required}\n"),
+            10,
+            &["unknown target `output`", "`params.<name>` or `result`"],
+        ),
+        (
+            patched!("      - {target: result, op: add, pointer: /properties/x}\n"),
+            10,
+            &["needs a `value`"],
+        ),
+    ];
+    expect_mistakes(&d, HEAD, cases);
+
+    // A clean patch list: one `note:` line per patch, in order.
+    let p = d.join("m.yaml");
+    let body = patched!(
+        "      - {target: params.buyer, op: remove, pointer: /required/1}\n      - {target: result, op: add, pointer: /properties/receipt, value: {type: string}}\n"
+    );
+    std::fs::write(&p, format!("{HEAD}{body}")).unwrap();
+    let (code, text) = check(&[&p]);
+    assert_eq!(code, 0, "{text}");
+    for note in [
+        "note: tool `usp_bookings_create` patches its `params.buyer` schema: remove `/required/1` (schema_patches[0])",
+        "note: tool `usp_bookings_create` patches its `result` schema: add `/properties/receipt` (schema_patches[1])",
+    ] {
+        assert!(text.contains(note), "expected `{note}` in:\n{text}");
+    }
+}
+
+#[test]
+fn follow_up_mistakes_point_at_file_line_and_fix() {
+    let d = workdir("follow-up");
+    let cases: &[(&str, usize, &[&str])] = &[
+        (
+            "tools:\n  usp_bookings_cancel:\n    http: POST /b/{booking_id}/cancel\n    outcomes:\n      409:\n        business: booking_not_cancellable\n        follow_up: {method: POST, path: '/b/{booking_id}'}\n",
+            10,
+            &["a follow-up read cannot be `POST`", "use `GET` or `HEAD`"],
+        ),
+        (
+            "tools:\n  usp_bookings_cancel:\n    http: POST /b/{booking_id}/cancel\n    outcomes:\n      409:\n        business: booking_not_cancellable\n        follow_up: {path: '/b/{booking}'}\n",
+            9,
+            &[
+                "the follow-up read's `{booking}` is no param of `usp_bookings_cancel`",
+                "booking_id",
+            ],
+        ),
+        (
+            "tools:\n  usp_bookings_cancel:\n    http: POST /b/{booking_id}/cancel\n    outcomes:\n      409:\n        error: idempotency_conflict\n        follow_up: {path: '/b/{booking_id}'}\n",
+            10,
+            &["`follow_up` only applies to `business` outcomes"],
+        ),
+    ];
+    expect_mistakes(&d, HEAD, cases);
+}

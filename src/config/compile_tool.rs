@@ -221,6 +221,7 @@ fn compile_outcome(
         ("code_from", spec.code_from.is_some()),
         ("severity_from", spec.severity_from.is_some()),
         ("with_result", spec.with_result == Some(true)),
+        ("follow_up", spec.follow_up.is_some()),
     ] {
         if set && spec.business.is_none() {
             diags.push(
@@ -260,6 +261,10 @@ fn compile_outcome(
     let code_from = jq("code_from", &spec.code_from);
     let severity_from = jq("severity_from", &spec.severity_from);
     let when = jq("when", &spec.when);
+    let follow_up = match &spec.follow_up {
+        None => None,
+        Some(f) => Some(super::follow_up::compile(file, line, at, f, diags)?),
+    };
     if failed {
         return None;
     }
@@ -275,6 +280,7 @@ fn compile_outcome(
         severity_from,
         when,
         with_result: spec.with_result == Some(true),
+        follow_up,
     })
 }
 
@@ -390,48 +396,7 @@ pub(super) fn compile_tool(
             ),
         }
     }
-    // An idempotency key built from the arguments alone is the same for two identical calls
-    // that mean two operations: the backend answers the second with the first's result.
-    let keyed_places = ts
-        .headers
-        .iter()
-        .map(|(k, src)| ("headers", k.as_str(), src.as_str()))
-        .chain(
-            ts.query
-                .iter()
-                .map(|(k, src)| ("query", k.as_str(), src.as_str())),
-        )
-        .filter(|(_, k, _)| names_idempotency_key(k))
-        .chain(
-            ts.body
-                .as_deref()
-                .filter(|src| names_idempotency_key(src))
-                .map(|src| ("body", "", src)),
-        );
-    for (section, key, src) in keyed_places {
-        if !src.contains("$meta") {
-            let field = if key.is_empty() {
-                section.to_string()
-            } else {
-                format!("{section}.{key}")
-            };
-            let mut place = vec!["tools", name, section];
-            if !key.is_empty() {
-                place.push(key);
-            }
-            diags.push(
-                Diagnostic::warning(
-                    file,
-                    format!(
-                        "`{field}` derives an idempotency key from the arguments only: two identical calls that mean two operations send the same key, and the backend answers the second with the first one's result"
-                    ),
-                )
-                .line(locate_yaml(text, &place))
-                .at(here(&field))
-                .hint("use `$meta.idempotency_key` (the caller's key) or `$meta.uuid` (fresh per call)"),
-            );
-        }
-    }
+    super::idempotency_check::derived_keys(file, text, name, ts, diags);
     let body = ts.body.as_deref().and_then(|s| jq("body", s, diags));
     let result = ts.result.as_deref().and_then(|s| jq("result", s, diags));
     let business_messages = ts
@@ -541,6 +506,7 @@ pub(super) fn compile_tool(
         defs,
         diags,
     ));
+    super::follow_up::check_params(file, at("outcomes"), name, &param_names, &outcomes, diags);
 
     // Schemas.
     let mut bundler = Bundler::new(sources);
@@ -566,6 +532,15 @@ pub(super) fn compile_tool(
     }
     let (mut input_schema, unresolved) = bundler.finish(Value::Object(input));
     report_unresolved(unresolved, doc, name, ref_error, file, diags);
+    use super::schema_patch::{PatchCtx, Side, apply_all};
+    let pcx = PatchCtx {
+        file,
+        text,
+        tool: name,
+        written_input: ts.input_schema.is_some(),
+    };
+    let patches = &ts.schema_patches;
+    let mut schema_patches = apply_all(&pcx, patches, Side::Params, &mut input_schema, "", diags);
     // A response-shaped param schema with `ucp_request` annotations: serve this operation's
     // request variant of it.
     let operation = match ts.request_variant.as_deref() {
@@ -630,11 +605,23 @@ pub(super) fn compile_tool(
                     d
                 }
             };
-            let (out, unresolved) = bundler.finish(root);
+            let (mut out, unresolved) = bundler.finish(root);
             report_unresolved(unresolved, doc, name, ref_error, file, diags);
+            let base = ["", "/anyOf/0"][usize::from(business.binding.business_schema().is_some())];
+            schema_patches.extend(apply_all(
+                &pcx,
+                patches,
+                Side::Result,
+                &mut out,
+                base,
+                diags,
+            ));
             Some(out)
         }
     };
+    if method.result.is_none() {
+        apply_all(&pcx, patches, Side::Result, &mut Value::Null, "", diags);
+    }
 
     let compile_schema = |schema: &Value,
                           what: &str,
@@ -776,15 +763,8 @@ pub(super) fn compile_tool(
         meta_used,
         drop_nulls: ts.drop_nulls,
         request_variant,
+        schema_patches,
         mcp_headers,
         long_running: long_running.flatten(),
     })
-}
-
-/// Whether `text` (a header or query name, or a body program) names an idempotency key.
-fn names_idempotency_key(text: &str) -> bool {
-    let lower = text.to_ascii_lowercase();
-    ["idempotency-key", "idempotency_key", "idempotencykey"]
-        .iter()
-        .any(|k| lower.contains(k))
 }

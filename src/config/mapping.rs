@@ -326,6 +326,10 @@ pub struct ToolSpec {
     /// schemas as published.
     #[serde(default)]
     pub request_variant: Option<String>,
+    /// Patches to the published param or result schemas, applied in order at load (before the
+    /// request variant and the validators are made); the published file stays unchanged.
+    #[serde(default)]
+    pub schema_patches: Vec<SchemaPatchSpec>,
     /// jq expression over a 2xx body that yields `messages[]` when the backend reported a
     /// business failure in a success status (e.g. `200 {"errors": [...]}`), else null/empty.
     #[serde(default)]
@@ -588,6 +592,22 @@ pub struct OutcomeSpec {
     /// the backend body (an object), beside `messages[]`.
     #[serde(default)]
     pub with_result: Option<bool>,
+    /// With `business`: one read through the same backend when the error body lacks the
+    /// resource; its 2xx answer, mapped by the tool's `result`, is the resource the outcome
+    /// carries. A failed read leaves the outcome without it.
+    #[serde(default)]
+    pub follow_up: Option<FollowUpSpec>,
+}
+
+/// A follow-up read of an outcome rule.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FollowUpSpec {
+    /// `GET` (default) or `HEAD`.
+    #[serde(default)]
+    pub method: Option<String>,
+    /// Path template on the backend, placeholders from the call's arguments.
+    pub path: String,
 }
 
 /// The rules of one status: one rule, or a list tried in order (first match wins). Its schema is
@@ -595,7 +615,7 @@ pub struct OutcomeSpec {
 #[derive(Debug, Clone, PartialEq, schemars::JsonSchema)]
 #[schemars(untagged)]
 pub enum OutcomeSpecs {
-    One(OutcomeSpec),
+    One(Box<OutcomeSpec>),
     Many(Vec<OutcomeSpec>),
 }
 
@@ -614,7 +634,7 @@ impl<'de> Deserialize<'de> for OutcomeSpecs {
                 a: A,
             ) -> Result<OutcomeSpecs, A::Error> {
                 OutcomeSpec::deserialize(serde::de::value::MapAccessDeserializer::new(a))
-                    .map(OutcomeSpecs::One)
+                    .map(|s| OutcomeSpecs::One(Box::new(s)))
             }
             fn visit_seq<A: serde::de::SeqAccess<'de>>(
                 self,
@@ -636,4 +656,31 @@ impl OutcomeSpecs {
             OutcomeSpecs::Many(v) => v,
         }
     }
+}
+
+/// One patch of a tool's param or result schema (RFC 6902-like).
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SchemaPatchSpec {
+    /// `params.<name>` (one param's schema) or `result` (the result schema).
+    pub target: String,
+    /// `add`, `replace` or `remove`.
+    pub op: PatchOp,
+    /// JSON pointer into the target schema (`""`: all of it); it crosses `$ref`s.
+    pub pointer: String,
+    /// The new value (`add`, `replace`).
+    #[serde(default)]
+    pub value: Option<serde_json::Value>,
+}
+
+/// An RFC 6902 operation a schema patch performs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PatchOp {
+    /// Sets an object member, or inserts into an array (`-` appends).
+    Add,
+    /// Replaces what exists at the pointer.
+    Replace,
+    /// Removes what exists at the pointer.
+    Remove,
 }

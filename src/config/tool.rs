@@ -27,6 +27,15 @@ pub struct OutcomeRule {
     pub when: Option<Transform>,
     /// With `business`: carry the tool's `result` over the body beside `messages[]`.
     pub with_result: bool,
+    /// With `business`: the read whose answer is the carried resource (`follow_up:`).
+    pub follow_up: Option<FollowUp>,
+}
+
+/// A follow-up read: method (`GET`/`HEAD`) and path template over the call's arguments.
+#[derive(Debug, Clone)]
+pub struct FollowUp {
+    pub method: http::Method,
+    pub path: crate::translate::path::PathTemplate,
 }
 
 impl OutcomeRule {
@@ -41,6 +50,7 @@ impl OutcomeRule {
             severity_from: None,
             when: None,
             with_result: false,
+            follow_up: None,
         }
     }
 }
@@ -123,6 +133,8 @@ pub struct Tool {
     /// The operation whose request variant of the params' schemas is served, and how many
     /// properties it changed (`config::request_variant`); `None`: as published.
     pub request_variant: Option<(String, usize)>,
+    /// One line per `schema_patches:` entry applied at load (`portico check` prints them).
+    pub schema_patches: Vec<String>,
     /// SEP-2243: (argument, `Mcp-Param-` header suffix) of each top-level property of the
     /// `inputSchema` annotated `x-mcp-header`.
     pub mcp_headers: Vec<(String, String)>,
@@ -187,13 +199,22 @@ impl Tool {
         OutcomeRule::default_for(self.business.binding.default_rule(status))
     }
 
+    /// The mapping's rules that may decide `status`: its exact code's, then its class's.
+    fn rules_of(&self, status: u16) -> impl Iterator<Item = &OutcomeRule> {
+        [StatusKey::Exact(status), StatusKey::Class(status / 100)]
+            .into_iter()
+            .filter_map(|k| self.outcomes.get(&k))
+            .flatten()
+    }
+
     /// Whether the rule for `status` depends on the backend body (a `when` predicate).
     pub fn rules_read_body(&self, status: u16) -> bool {
-        [StatusKey::Exact(status), StatusKey::Class(status / 100)]
-            .iter()
-            .filter_map(|k| self.outcomes.get(k))
-            .flatten()
-            .any(|r| r.when.is_some())
+        self.rules_of(status).any(|r| r.when.is_some())
+    }
+
+    /// Whether a rule for `status` names a follow-up read.
+    pub fn follows_up(&self, status: u16) -> bool {
+        self.rules_of(status).any(|r| r.follow_up.is_some())
     }
 
     /// Every jq program of this tool, named by where it sits in the mapping.

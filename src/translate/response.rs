@@ -272,7 +272,12 @@ pub fn outcome(tool: &Tool, call: &Call, resp: RestResponse) -> Outcome {
 /// The resource a business outcome carries beside its messages (`with_result`): the tool's
 /// `result` over the backend body, or the body itself when the tool has none. Empty when the
 /// rule does not ask for it or that is not an object (the binding then answers its error shape).
-fn carried(tool: &Tool, with_result: bool, body: &Value, vars: Vars3<'_>) -> Map<String, Value> {
+pub fn carried(
+    tool: &Tool,
+    with_result: bool,
+    body: &Value,
+    vars: Vars3<'_>,
+) -> Map<String, Value> {
     if !with_result {
         return Map::new();
     }
