@@ -1,7 +1,8 @@
 //! Long-running REST operations as MCP tasks (`long_running:` in a mapping), against a real
 //! HTTP backend on 127.0.0.1 whose jobs answer `202` + `Location`: polling to completion,
 //! failure, cancel (the backend sees the DELETE), `Retry-After`, the deadline, a synchronous
-//! call for a client without tasks, and task state in Redis (`--state`) surviving a restart and
+//! call for a client without tasks, tasks bound to their creator (another caller's task is an
+//! unknown task; `tasks/list` shows one's own), and task state in Redis (`--state`) surviving a restart and
 //! shared by two replicas (each started as its own `portico serve` process, with its own
 //! `redis-server` on a free port).
 #![cfg(unix)]
@@ -555,4 +556,39 @@ async fn sessions_see_and_list_only_their_own_tasks() {
     )
     .await;
     assert_eq!(bad.error_code(), Some(-32602), "{}", bad.text);
+}
+
+#[tokio::test]
+async fn tasks_list_reads_the_owners_index_in_the_state_store() {
+    let (b, _jobs) = backend().await;
+    let m = mapping(&b, "1m");
+    let redis = Redis::start();
+    let client = reqwest::Client::new();
+    let (first, url) = replica(&m, &redis);
+    let (mine, _) = initialize(&client, &url, "2025-11-25").await;
+    let (theirs, _) = initialize(&client, &url, "2025-11-25").await;
+    let mut made = Vec::new();
+    for _ in 0..3 {
+        let p =
+            json!({"name": "make_report", "arguments": {"polls": 0, "outcome": "ok"}, "task": {}});
+        let a = in_session(&client, &url, &mine, "tools/call", p).await;
+        made.push(
+            a.result()["task"]["taskId"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{}", a.text))
+                .to_string(),
+        );
+    }
+    assert_eq!(listed(&client, &url, &mine).await, made);
+    assert!(listed(&client, &url, &theirs).await.is_empty());
+    let a = in_session(
+        &client,
+        &url,
+        &theirs,
+        "tasks/get",
+        json!({"taskId": made[1]}),
+    )
+    .await;
+    assert_eq!(a.error_code(), Some(-32602), "{}", a.text);
+    kill(first);
 }
