@@ -592,3 +592,62 @@ async fn tasks_list_reads_the_owners_index_in_the_state_store() {
     assert_eq!(a.error_code(), Some(-32602), "{}", a.text);
     kill(first);
 }
+
+#[tokio::test]
+async fn with_mcp_authorization_the_tokens_principal_owns_the_task() {
+    use portico::webhook::keys::{Alg, SigningKey};
+    let key = SigningKey::generate(Alg::EcdsaP256Sha256, "k1").unwrap();
+    let issuer = common::oauth::As::start("", false, &[&key]).await;
+    let (b, _jobs) = backend().await;
+    let m = mapping(&b, "1m");
+    let mut yaml = std::fs::read_to_string(&m).unwrap();
+    yaml += &format!(
+        "mcp_authorization:\n  issuers: [\"{}\"]\n  allow_hosts: [127.0.0.1]\n",
+        issuer.issuer
+    );
+    std::fs::write(&m, yaml).unwrap();
+    let g = gateway(&[m]).await;
+    let url = g.mcp_url();
+    // A fresh token each time: the principal, not the token, owns the task.
+    let as_who = |sub: &str| {
+        let claims = json!({"iss": issuer.issuer, "sub": sub, "aud": url, "client_id": "cli-1",
+            "iat": common::oauth::now(), "exp": common::oauth::now() + 300,
+            "jti": uuid::Uuid::new_v4().to_string()});
+        let t = common::oauth::es256(
+            &key,
+            json!({"alg": "ES256", "kid": "k1", "typ": "at+jwt"}),
+            &claims,
+        );
+        reqwest::Client::builder()
+            .default_headers(
+                [(
+                    reqwest::header::AUTHORIZATION,
+                    format!("Bearer {t}").parse().unwrap(),
+                )]
+                .into_iter()
+                .collect(),
+            )
+            .build()
+            .unwrap()
+    };
+    let args = json!({"name": "make_report", "arguments": {"polls": 1000, "outcome": "ok"}});
+    let made = rpc(&as_who("alice"), &url, "tools/call", args).await;
+    let id = made.result()["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", made.text))
+        .to_string();
+    let own = rpc(&as_who("alice"), &url, "tasks/get", json!({"taskId": id})).await;
+    assert_eq!(own.result()["status"], "working", "{}", own.text);
+    let other = rpc(&as_who("bob"), &url, "tasks/get", json!({"taskId": id})).await;
+    assert_eq!(other.error_code(), Some(-32602), "{}", other.text);
+    let c = rpc(&as_who("bob"), &url, "tasks/cancel", json!({"taskId": id})).await;
+    assert_eq!(c.error_code(), Some(-32602), "{}", c.text);
+    let c = rpc(
+        &as_who("alice"),
+        &url,
+        "tasks/cancel",
+        json!({"taskId": id}),
+    )
+    .await;
+    assert!(c.body["error"].is_null(), "{}", c.text);
+}
