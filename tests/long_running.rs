@@ -1,7 +1,8 @@
 //! Long-running REST operations as MCP tasks (`long_running:` in a mapping), against a real
 //! HTTP backend on 127.0.0.1 whose jobs answer `202` + `Location`: polling to completion,
 //! failure, cancel (the backend sees the DELETE), `Retry-After`, the deadline, a synchronous
-//! call for a client without tasks, and task state in Redis (`--state`) surviving a restart and
+//! call for a client without tasks, tasks bound to their creator (another caller's task is an
+//! unknown task; `tasks/list` shows one's own), and task state in Redis (`--state`) surviving a restart and
 //! shared by two replicas (each started as its own `portico serve` process, with its own
 //! `redis-server` on a free port).
 #![cfg(unix)]
@@ -406,4 +407,247 @@ async fn one_replica_creates_the_task_and_another_answers_for_it() {
     assert_eq!(r["status"], "completed", "{r}");
     kill(a);
     kill(b2);
+}
+
+/// A 2026-07-28 task request carrying business credential `key` (`X-API-Key`).
+async fn rpc_as(key: &str, url: &str, method: &str, params: Value) -> common::Answer {
+    let client = reqwest::Client::builder()
+        .default_headers(
+            [("x-api-key".parse().unwrap(), key.parse().unwrap())]
+                .into_iter()
+                .collect(),
+        )
+        .build()
+        .unwrap();
+    rpc(&client, url, method, params).await
+}
+
+/// The error of `a` with the task id taken out: what tells an unknown task apart.
+fn unknown(a: &common::Answer, id: &str) -> (Option<i64>, String) {
+    let m = a.body["error"]["message"].as_str().unwrap_or_default();
+    (a.error_code(), m.replace(id, "<id>"))
+}
+
+#[tokio::test]
+async fn another_callers_task_is_answered_as_an_unknown_task() {
+    let (b, jobs) = backend().await;
+    let g = gateway(&[mapping(&b, "1m")]).await;
+    let url = g.mcp_url();
+    let args = json!({"name": "make_report", "arguments": {"polls": 1000, "outcome": "ok"}});
+    let made = rpc_as("key-a", &url, "tools/call", args).await;
+    let id = made.result()["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_string();
+    let never = uuid::Uuid::new_v4().simple().to_string();
+    let expected = unknown(
+        &rpc_as("key-b", &url, "tasks/get", json!({"taskId": never})).await,
+        &never,
+    );
+    assert_eq!(expected.0, Some(-32602), "{expected:?}");
+    let plain = reqwest::Client::new();
+    let anonymous = rpc(&plain, &url, "tasks/get", json!({"taskId": id})).await;
+    assert_eq!(unknown(&anonymous, &id), expected, "{}", anonymous.text);
+    for method in ["tasks/get", "tasks/cancel", "tasks/update"] {
+        let p = json!({"taskId": id, "inputResponses": {}});
+        let a = rpc_as("key-b", &url, method, p).await;
+        assert_eq!(unknown(&a, &id), expected, "{method}: {}", a.text);
+    }
+    // The foreign cancel reached neither the task nor the backend; the owner still can.
+    assert!(jobs.lock().unwrap().deletes.is_empty());
+    let own = rpc_as("key-a", &url, "tasks/get", json!({"taskId": id})).await;
+    assert_eq!(own.result()["status"], "working", "{}", own.text);
+    let c = rpc_as("key-a", &url, "tasks/cancel", json!({"taskId": id})).await;
+    assert!(c.body["error"].is_null(), "{}", c.text);
+    assert_eq!(jobs.lock().unwrap().deletes.len(), 1);
+    // The extension has no `tasks/list`.
+    let l = rpc_as("key-a", &url, "tasks/list", json!({})).await;
+    assert_eq!(l.error_code(), Some(-32601), "{}", l.text);
+}
+
+/// A 2025-11-25 request in session `sid`.
+async fn in_session(
+    client: &reqwest::Client,
+    url: &str,
+    sid: &str,
+    method: &str,
+    params: Value,
+) -> common::Answer {
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": params});
+    send(legacy(client, url, sid, body)).await
+}
+
+/// Every task `tasks/list` shows session `sid`, following `nextCursor`.
+async fn listed(client: &reqwest::Client, url: &str, sid: &str) -> Vec<String> {
+    let (mut ids, mut cursor) = (Vec::new(), Value::Null);
+    loop {
+        let a = in_session(client, url, sid, "tasks/list", json!({"cursor": cursor})).await;
+        let r = a.result();
+        for t in r["tasks"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{}", a.text))
+        {
+            ids.push(t["taskId"].as_str().unwrap().to_string());
+        }
+        match &r["nextCursor"] {
+            Value::String(_) => cursor = r["nextCursor"].clone(),
+            _ => return ids,
+        }
+    }
+}
+
+#[tokio::test]
+async fn sessions_see_and_list_only_their_own_tasks() {
+    let (b, _jobs) = backend().await;
+    let g = gateway(&[mapping(&b, "1m")]).await;
+    let (client, url) = (reqwest::Client::new(), g.mcp_url());
+    let (mine, init) = initialize(&client, &url, "2025-11-25").await;
+    assert!(
+        init.result()["capabilities"]["tasks"]["list"].is_object(),
+        "{}",
+        init.text
+    );
+    let (theirs, _) = initialize(&client, &url, "2025-11-25").await;
+    let mut made = Vec::new();
+    // More than one page (50).
+    for _ in 0..52 {
+        let p =
+            json!({"name": "make_report", "arguments": {"polls": 0, "outcome": "ok"}, "task": {}});
+        let a = in_session(&client, &url, &mine, "tools/call", p).await;
+        made.push(
+            a.result()["task"]["taskId"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{}", a.text))
+                .to_string(),
+        );
+    }
+    assert_eq!(listed(&client, &url, &mine).await, made);
+    assert!(listed(&client, &url, &theirs).await.is_empty());
+    let id = &made[0];
+    let never = uuid::Uuid::new_v4().simple().to_string();
+    let expected = unknown(
+        &in_session(
+            &client,
+            &url,
+            &theirs,
+            "tasks/get",
+            json!({"taskId": never}),
+        )
+        .await,
+        &never,
+    );
+    assert_eq!(expected.0, Some(-32602));
+    for method in ["tasks/get", "tasks/result", "tasks/cancel"] {
+        let a = in_session(&client, &url, &theirs, method, json!({"taskId": id})).await;
+        assert_eq!(unknown(&a, id), expected, "{method}: {}", a.text);
+    }
+    let r = in_session(&client, &url, &mine, "tasks/result", json!({"taskId": id})).await;
+    assert!(
+        r.result()["structuredContent"]["report"].is_string(),
+        "{}",
+        r.text
+    );
+    let bad = in_session(
+        &client,
+        &url,
+        &mine,
+        "tasks/list",
+        json!({"cursor": "nope"}),
+    )
+    .await;
+    assert_eq!(bad.error_code(), Some(-32602), "{}", bad.text);
+}
+
+#[tokio::test]
+async fn tasks_list_reads_the_owners_index_in_the_state_store() {
+    let (b, _jobs) = backend().await;
+    let m = mapping(&b, "1m");
+    let redis = Redis::start();
+    let client = reqwest::Client::new();
+    let (first, url) = replica(&m, &redis);
+    let (mine, _) = initialize(&client, &url, "2025-11-25").await;
+    let (theirs, _) = initialize(&client, &url, "2025-11-25").await;
+    let mut made = Vec::new();
+    for _ in 0..3 {
+        let p =
+            json!({"name": "make_report", "arguments": {"polls": 0, "outcome": "ok"}, "task": {}});
+        let a = in_session(&client, &url, &mine, "tools/call", p).await;
+        made.push(
+            a.result()["task"]["taskId"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{}", a.text))
+                .to_string(),
+        );
+    }
+    assert_eq!(listed(&client, &url, &mine).await, made);
+    assert!(listed(&client, &url, &theirs).await.is_empty());
+    let a = in_session(
+        &client,
+        &url,
+        &theirs,
+        "tasks/get",
+        json!({"taskId": made[1]}),
+    )
+    .await;
+    assert_eq!(a.error_code(), Some(-32602), "{}", a.text);
+    kill(first);
+}
+
+#[tokio::test]
+async fn with_mcp_authorization_the_tokens_principal_owns_the_task() {
+    use portico::webhook::keys::{Alg, SigningKey};
+    let key = SigningKey::generate(Alg::EcdsaP256Sha256, "k1").unwrap();
+    let issuer = common::oauth::As::start("", false, &[&key]).await;
+    let (b, _jobs) = backend().await;
+    let m = mapping(&b, "1m");
+    let mut yaml = std::fs::read_to_string(&m).unwrap();
+    yaml += &format!(
+        "mcp_authorization:\n  issuers: [\"{}\"]\n  allow_hosts: [127.0.0.1]\n",
+        issuer.issuer
+    );
+    std::fs::write(&m, yaml).unwrap();
+    let g = gateway(&[m]).await;
+    let url = g.mcp_url();
+    // A fresh token each time: the principal, not the token, owns the task.
+    let as_who = |sub: &str| {
+        let claims = json!({"iss": issuer.issuer, "sub": sub, "aud": url, "client_id": "cli-1",
+            "iat": common::oauth::now(), "exp": common::oauth::now() + 300,
+            "jti": uuid::Uuid::new_v4().to_string()});
+        let t = common::oauth::es256(
+            &key,
+            json!({"alg": "ES256", "kid": "k1", "typ": "at+jwt"}),
+            &claims,
+        );
+        reqwest::Client::builder()
+            .default_headers(
+                [(
+                    reqwest::header::AUTHORIZATION,
+                    format!("Bearer {t}").parse().unwrap(),
+                )]
+                .into_iter()
+                .collect(),
+            )
+            .build()
+            .unwrap()
+    };
+    let args = json!({"name": "make_report", "arguments": {"polls": 1000, "outcome": "ok"}});
+    let made = rpc(&as_who("alice"), &url, "tools/call", args).await;
+    let id = made.result()["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", made.text))
+        .to_string();
+    let own = rpc(&as_who("alice"), &url, "tasks/get", json!({"taskId": id})).await;
+    assert_eq!(own.result()["status"], "working", "{}", own.text);
+    let other = rpc(&as_who("bob"), &url, "tasks/get", json!({"taskId": id})).await;
+    assert_eq!(other.error_code(), Some(-32602), "{}", other.text);
+    let c = rpc(&as_who("bob"), &url, "tasks/cancel", json!({"taskId": id})).await;
+    assert_eq!(c.error_code(), Some(-32602), "{}", c.text);
+    let c = rpc(
+        &as_who("alice"),
+        &url,
+        "tasks/cancel",
+        json!({"taskId": id}),
+    )
+    .await;
+    assert!(c.body["error"].is_null(), "{}", c.text);
 }

@@ -62,6 +62,9 @@ pub struct HttpCredentials {
     /// (the `Authorization` header was that token: it is not a business credential, and is
     /// never forwarded).
     pub mcp: Option<Arc<super::resource::principal::McpPrincipal>>,
+    /// The `Mcp-Session-Id` the request names (2025 era; the transport answers an unknown one
+    /// before any method runs).
+    pub session: Option<String>,
 }
 
 impl fmt::Debug for HttpCredentials {
@@ -100,6 +103,7 @@ impl HttpCredentials {
             client_cert: None,
             backend_key: None,
             mcp: None,
+            session: one(headers, "mcp-session-id").and_then(Result::ok),
         }
     }
 
@@ -202,6 +206,11 @@ pub fn request() -> Option<Arc<RequestInfo>> {
 /// or stdio).
 pub fn mcp_principal() -> Option<Arc<super::resource::principal::McpPrincipal>> {
     HTTP.try_with(|c| c.mcp.clone()).ok().flatten()
+}
+
+/// The session the current request names (`None`: stateless, or stdio).
+pub fn session() -> Option<String> {
+    HTTP.try_with(|c| c.session.clone()).ok().flatten()
 }
 
 /// The current request's HTTP credentials (`None` over stdio).

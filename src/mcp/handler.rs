@@ -142,7 +142,7 @@ pub fn initialize_result(info: &ServerInfo, version: &str) -> Value {
     // Tasks (long-running tools) came with 2025-11-25.
     if version >= "2025-11-25" {
         r["capabilities"]["tasks"] =
-            json!({ "cancel": {}, "requests": { "tools": { "call": {} } } });
+            json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } });
     }
     if let (Some(i), Value::Object(obj)) = (&info.instructions, &mut r) {
         obj.insert("instructions".into(), Value::String(i.clone()));

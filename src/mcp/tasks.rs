@@ -1,7 +1,5 @@
-//! MCP tasks over long-running tools: task creation on `tools/call`, `tasks/get`, `tasks/update`,
-//! `tasks/cancel` (the 2026-07-28 extension `io.modelcontextprotocol/tasks`) and `tasks/get`,
-//! `tasks/result`, `tasks/cancel` (2025-11-25), and the poller that moves a task on.
-//! It never calls a backend except through `forward` and `tasks::poll`, and never overwrites a finished task.
+//! MCP tasks over long-running tools: task creation on `tools/call`, `tasks/get`, `tasks/update`, `tasks/cancel` (2026-07-28 extension `io.modelcontextprotocol/tasks`), `tasks/get`, `tasks/result`, `tasks/cancel`, `tasks/list` (2025-11-25), each scoped to the task's owner, and the poller.
+//! It never answers another owner's task otherwise than an unknown one, never calls a backend except through `forward` and `tasks::poll`, and never overwrites a finished task.
 
 use super::answer::Answer;
 use super::input::{Asking, Gathered};
@@ -14,6 +12,11 @@ use crate::tasks::poll::{self, Polled};
 use crate::tasks::{self, TaskRecord, Waiting};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
+
+mod list;
+
+/// Tasks per `tasks/list` page.
+const LIST_PAGE: usize = 50;
 
 /// The extension's identifier (2026-07-28).
 pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
@@ -126,7 +129,37 @@ fn detailed(rec: &TaskRecord) -> Value {
     Value::Object(m)
 }
 
-fn fresh(tool: &Tool, lr: &LongRunning, args: &Value, state: TaskState) -> TaskRecord {
+/// Who is asking, as a task owner: a digest (never the credential itself) of the request's
+/// authorization context. The MCP access token's principal (issuer, subject, client) when MCP
+/// authorization is on; else the 2025-era session; else the business credential the request
+/// carries (`Authorization`, `X-API-Key`); over stdio, this process (one client). `None`: an
+/// anonymous stateless request, whose tasks only their unguessable id protects.
+pub fn caller(modern: bool) -> Option<String> {
+    let who = if let Some(p) = crate::auth::transport::mcp_principal() {
+        let t = &p.token;
+        let client = t.client_id.as_deref().unwrap_or("");
+        format!("oauth\0{}\0{}\0{client}", t.issuer, t.subject)
+    } else if let Some(creds) = crate::auth::transport::current() {
+        match (modern, creds.session, creds.authorization, creds.api_key) {
+            (false, Some(s), _, _) => format!("session\0{s}"),
+            (_, _, Some(Ok(a)), _) => format!("authorization\0{a}"),
+            (_, _, _, Some(Ok(k))) => format!("api-key\0{k}"),
+            _ => return None,
+        }
+    } else {
+        static PROCESS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+        format!("stdio\0{}", PROCESS.get_or_init(tasks::new_id))
+    };
+    Some(crate::auth::jws::sha256_b64(who.as_bytes()))
+}
+
+fn fresh(
+    tool: &Tool,
+    lr: &LongRunning,
+    args: &Value,
+    state: TaskState,
+    owner: &Option<String>,
+) -> TaskRecord {
     let now = tasks::now_ms();
     TaskRecord {
         id: tasks::new_id(),
@@ -142,6 +175,7 @@ fn fresh(tool: &Tool, lr: &LongRunning, args: &Value, state: TaskState) -> TaskR
         result: None,
         error: None,
         message: None,
+        owner: owner.clone(),
     }
 }
 
@@ -199,15 +233,18 @@ async fn start(gateway: &Gateway, rec: &mut TaskRecord) {
 pub async fn create(
     gateway: &Arc<Gateway>,
     tool: &Tool,
-    lr: &LongRunning,
     args: Value,
     caps: Value,
     modern: bool,
     asked: bool,
+    owner: Option<String>,
 ) -> Answer {
+    let Some(lr) = tool.long_running.as_deref() else {
+        return err(INTERNAL_ERROR, "the tool is no longer long-running");
+    };
     // Questions asked inside the task: the task waits in `input_required` from the start.
     if !asked && let Some(asking) = Asking::tool(tool) {
-        let mut rec = fresh(tool, lr, &args, TaskState::InputRequired);
+        let mut rec = fresh(tool, lr, &args, TaskState::InputRequired, &owner);
         let params = synthetic(&caps, None, None);
         match super::input::gather(asking, true, &params, Some(args), &Notifier::none()).await {
             Gathered::Ready(a) => {
@@ -219,7 +256,7 @@ pub async fn create(
             }
             Gathered::Done(other) => return other,
         }
-        if let Err(e) = tasks::put(&rec).await {
+        if let Err(e) = stored(&rec).await {
             return store_err(e);
         }
         if rec.state == TaskState::Working {
@@ -227,7 +264,7 @@ pub async fn create(
         }
         return created(&rec, modern);
     }
-    let mut rec = fresh(tool, lr, &args, TaskState::Working);
+    let mut rec = fresh(tool, lr, &args, TaskState::Working, &owner);
     start(gateway, &mut rec).await;
     if rec.job.is_none() {
         // The immediate-result shortcut: the backend answered without a `202`.
@@ -251,11 +288,17 @@ pub async fn create(
             }
         };
     }
-    if let Err(e) = tasks::put(&rec).await {
+    if let Err(e) = stored(&rec).await {
         return store_err(e);
     }
     spawn_drive(gateway.clone(), rec.id.clone());
     created(&rec, modern)
+}
+
+/// Stores a new task and indexes it under its owner.
+async fn stored(rec: &TaskRecord) -> Result<(), tasks::TaskStoreError> {
+    tasks::put(rec).await?;
+    tasks::index(rec).await
 }
 
 fn waiting_from(r: &Value, caps: Value) -> Waiting {
@@ -399,10 +442,15 @@ fn task_id(params: Option<&Value>) -> Result<&str, Answer> {
 }
 
 /// The task, polled first when a poll is due (so any replica, or a restarted process, moves it on).
-async fn current(gateway: &Gateway, id: &str) -> Result<TaskRecord, Answer> {
+/// Another owner's task is answered exactly as an unknown one, before anything else is done.
+async fn current(
+    gateway: &Gateway,
+    id: &str,
+    owner: &Option<String>,
+) -> Result<TaskRecord, Answer> {
     let rec = match tasks::get(id).await {
-        Ok(Some(r)) => r,
-        Ok(None) => {
+        Ok(Some(r)) if r.owner == *owner => r,
+        Ok(_) => {
             return Err(err(
                 INVALID_PARAMS,
                 format!("Unknown or expired task: {id}"),
@@ -427,9 +475,10 @@ async fn handle(
     modern: bool,
     method: &str,
     params: Option<&Value>,
+    owner: Option<String>,
 ) -> Answer {
-    // Tasks are not listed (a record is not tied to the session or principal that made it).
-    if method == "tasks/list" || (modern && method == "tasks/result") {
+    // The tasks extension (2026-07-28) has neither `tasks/list` nor `tasks/result`.
+    if modern && (method == "tasks/list" || method == "tasks/result") {
         return err(METHOD_NOT_FOUND, format!("Method not found: {method}"));
     }
     if !modern && method == "tasks/update" {
@@ -438,11 +487,17 @@ async fn handle(
     if modern && !declares_extension(params) {
         return missing_extension(method);
     }
+    if method == "tasks/list" {
+        return match owner {
+            Some(o) => list(&o, params).await,
+            None => err(METHOD_NOT_FOUND, format!("Method not found: {method}")),
+        };
+    }
     let id = match task_id(params) {
         Ok(id) => id,
         Err(a) => return a,
     };
-    let rec = match current(gateway, id).await {
+    let rec = match current(gateway, id, &owner).await {
         Ok(r) => r,
         Err(a) => return a,
     };
@@ -451,9 +506,34 @@ async fn handle(
         "tasks/get" => Answer::Result(Value::Object(task_fields(&rec, false))),
         "tasks/cancel" => cancel(gateway, rec, modern).await,
         "tasks/update" => update(gateway, rec, params).await,
-        "tasks/result" => result(gateway, rec).await,
+        "tasks/result" => result(gateway, rec, &owner).await,
         _ => err(METHOD_NOT_FOUND, format!("Method not found: {method}")),
     }
+}
+
+/// One page of `owner`'s tasks after `params.cursor`.
+async fn list(owner: &str, params: Option<&Value>) -> Answer {
+    let after = match params.and_then(|p| p.get("cursor")) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(c)) => match list::decode(c) {
+            Some(a) => Some(a),
+            None => return err(INVALID_PARAMS, "invalid cursor"),
+        },
+        Some(_) => return err(INVALID_PARAMS, "invalid cursor"),
+    };
+    let (page, more) = match tasks::list(owner, after.as_ref(), LIST_PAGE).await {
+        Ok(p) => p,
+        Err(e) => return store_err(e),
+    };
+    let listed: Vec<Value> = page
+        .iter()
+        .map(|r| Value::Object(task_fields(r, false)))
+        .collect();
+    let mut r = json!({ "tasks": listed });
+    if more && let Some(last) = page.last() {
+        r["nextCursor"] = json!(list::encode(last.created_ms, &last.id));
+    }
+    Answer::Result(r)
 }
 
 async fn cancel(gateway: &Gateway, mut rec: TaskRecord, modern: bool) -> Answer {
@@ -568,7 +648,7 @@ async fn update(gateway: &Arc<Gateway>, mut rec: TaskRecord, params: Option<&Val
 }
 
 /// 2025-11-25 `tasks/result`: waits for the task to end, then its tool result (or error).
-async fn result(gateway: &Gateway, mut rec: TaskRecord) -> Answer {
+async fn result(gateway: &Gateway, mut rec: TaskRecord, owner: &Option<String>) -> Answer {
     let until = tasks::now_ms() + RESULT_WAIT_MS;
     while !rec.state.is_terminal() && tasks::now_ms() < until {
         let wait = rec
@@ -578,7 +658,7 @@ async fn result(gateway: &Gateway, mut rec: TaskRecord) -> Answer {
             .unwrap_or(rec.poll_ms)
             .clamp(20, 1000);
         tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
-        rec = match current(gateway, &rec.id).await {
+        rec = match current(gateway, &rec.id, owner).await {
             Ok(r) => r,
             Err(a) => return a,
         };
@@ -667,13 +747,11 @@ pub async fn tools_call(
     // On a task of its own: the task store's and the slot's futures are not `Sync`, and the
     // HTTP edge's response streams must be.
     let (gateway, tool) = (gateway.clone(), gateway.tools.get(&tool.name)?.clone());
-    let run = tokio::spawn(async move {
-        let lr = tool.long_running.clone();
-        match lr {
-            Some(lr) => create(&gateway, &tool, &lr, args, caps, modern, before).await,
-            None => err(INTERNAL_ERROR, "the tool is no longer long-running"),
-        }
-    });
+    let owner = caller(modern);
+    let run =
+        tokio::spawn(
+            async move { create(&gateway, &tool, args, caps, modern, before, owner).await },
+        );
     Some(joined(run.await))
 }
 
@@ -688,6 +766,10 @@ pub async fn handle_spawned(
     method: String,
     params: Option<Value>,
 ) -> Answer {
-    let run = tokio::spawn(async move { handle(&gateway, modern, &method, params.as_ref()).await });
+    let owner = caller(modern);
+    let run =
+        tokio::spawn(
+            async move { handle(&gateway, modern, &method, params.as_ref(), owner).await },
+        );
     joined(run.await)
 }

@@ -50,3 +50,71 @@ pub async fn put(
         Err(e) => Err(state.err(e)),
     }
 }
+
+/// Adds task `id` to `owner`'s index (a sorted set by creation time), kept at least `ttl`.
+const INDEX: &str = r#"
+redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) then
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+end
+return 1
+"#;
+
+fn owner_key(state: &Shared, owner: &str) -> String {
+    state.key(&format!("tasks_of:{owner}"))
+}
+
+/// Records that `owner` created task `id` at `created_ms`.
+pub async fn index(
+    state: &Shared,
+    owner: &str,
+    id: &str,
+    created_ms: u64,
+    ttl: Duration,
+) -> Result<(), StateError> {
+    let ms = ttl.as_millis().max(1) as u64;
+    let mut c = state.conn();
+    match redis::Script::new(INDEX)
+        .key(owner_key(state, owner))
+        .arg(created_ms)
+        .arg(id)
+        .arg(ms)
+        .invoke_async::<i64>(&mut c)
+        .await
+    {
+        Ok(_) => {
+            state.ok();
+            Ok(())
+        }
+        Err(e) => Err(state.err(e)),
+    }
+}
+
+/// The ids of `owner`'s tasks created at or after `from_ms`, oldest first, with their times.
+pub async fn owned(
+    state: &Shared,
+    owner: &str,
+    from_ms: u64,
+) -> Result<Vec<(String, u64)>, StateError> {
+    let scored: Vec<(String, f64)> = state
+        .query(
+            redis::cmd("ZRANGEBYSCORE")
+                .arg(owner_key(state, owner))
+                .arg(from_ms)
+                .arg("+inf")
+                .arg("WITHSCORES"),
+        )
+        .await?;
+    Ok(scored.into_iter().map(|(id, ms)| (id, ms as u64)).collect())
+}
+
+/// Drops `ids` (expired records) from `owner`'s index.
+pub async fn unindex(state: &Shared, owner: &str, ids: &[String]) -> Result<(), StateError> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    state
+        .query::<i64>(redis::cmd("ZREM").arg(owner_key(state, owner)).arg(ids))
+        .await
+        .map(|_| ())
+}

@@ -63,6 +63,10 @@ pub struct TaskRecord {
     /// A status message for people.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// Who created the task (a digest of its authorization context, see `mcp::tasks::Owner`);
+    /// only that caller may read, cancel, answer or list it. `None`: created without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 impl TaskRecord {
@@ -147,6 +151,62 @@ pub async fn put(rec: &TaskRecord) -> Result<bool, TaskStoreError> {
             Ok(true)
         }
     }
+}
+
+/// Records a new task under its owner, for [`list`] (Redis only: memory lists by scanning).
+pub async fn index(rec: &TaskRecord) -> Result<(), TaskStoreError> {
+    if let (Some(s), Some(owner)) = (crate::state::shared(), &rec.owner) {
+        let ttl = Duration::from_millis(rec.ttl_ms.max(1));
+        crate::state::tasks::index(s, owner, &rec.id, rec.created_ms, ttl).await?;
+    }
+    Ok(())
+}
+
+/// Where a page of [`list`] starts: after the task created at `.0` with id `.1`.
+pub type After = (u64, String);
+
+/// `owner`'s live tasks after `after`, oldest first, at most `n`; whether more follow.
+pub async fn list(
+    owner: &str,
+    after: Option<&After>,
+    n: usize,
+) -> Result<(Vec<TaskRecord>, bool), TaskStoreError> {
+    let now = now_ms();
+    let later =
+        |ms: u64, id: &str| after.is_none_or(|(a_ms, a_id)| (ms, id) > (*a_ms, a_id.as_str()));
+    let mut out = Vec::new();
+    match crate::state::shared() {
+        Some(s) => {
+            let from = after.map(|a| a.0).unwrap_or(0);
+            let mut ids = crate::state::tasks::owned(s, owner, from).await?;
+            ids.retain(|(id, ms)| later(*ms, id));
+            ids.sort_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
+            let mut gone = Vec::new();
+            for (id, _) in ids {
+                if out.len() > n {
+                    break;
+                }
+                match get(&id).await? {
+                    Some(r) if r.owner.as_deref() == Some(owner) => out.push(r),
+                    _ => gone.push(id),
+                }
+            }
+            crate::state::tasks::unindex(s, owner, &gone).await?;
+        }
+        None => {
+            let m = memory().lock().map_err(|_| poisoned())?;
+            out = m
+                .values()
+                .filter(|r| r.owner.as_deref() == Some(owner) && r.expires_ms() > now)
+                .filter(|r| later(r.created_ms, &r.id))
+                .cloned()
+                .collect();
+            out.sort_by(|a, b| (a.created_ms, &a.id).cmp(&(b.created_ms, &b.id)));
+        }
+    }
+    let more = out.len() > n;
+    out.truncate(n);
+    Ok((out, more))
 }
 
 /// What the forward path hands back when a task-wanting call's backend answered `202`.
