@@ -33,6 +33,25 @@ fn err(code: i64, message: impl Into<String>) -> Answer {
     }
 }
 
+/// The JSON-RPC error of a failed task: its recorded error object (code, message, data), or a
+/// bare internal error when none was recorded.
+fn failed_answer(error: Option<Value>) -> Answer {
+    let e = error.unwrap_or_else(|| poll::error_object("failed"));
+    Answer::Error {
+        code: e
+            .get("code")
+            .and_then(Value::as_i64)
+            .unwrap_or(INTERNAL_ERROR),
+        message: e
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("failed")
+            .into(),
+        data: e.get("data").cloned(),
+        http_status: None,
+    }
+}
+
 fn store_err(e: tasks::TaskStoreError) -> Answer {
     err(INTERNAL_ERROR, format!("task store: {e}"))
 }
@@ -270,22 +289,7 @@ pub async fn create(
         // The immediate-result shortcut: the backend answered without a `202`.
         return match rec.state {
             TaskState::Completed => Answer::Result(rec.result.unwrap_or_else(|| json!({}))),
-            _ => {
-                let e = rec.error.unwrap_or_else(|| poll::error_object("failed"));
-                Answer::Error {
-                    code: e
-                        .get("code")
-                        .and_then(Value::as_i64)
-                        .unwrap_or(INTERNAL_ERROR),
-                    message: e
-                        .get("message")
-                        .and_then(Value::as_str)
-                        .unwrap_or("failed")
-                        .into(),
-                    data: e.get("data").cloned(),
-                    http_status: None,
-                }
-            }
+            _ => failed_answer(rec.error),
         };
     }
     if let Err(e) = stored(&rec).await {
@@ -672,22 +676,7 @@ async fn result(gateway: &Gateway, mut rec: TaskRecord, owner: &Option<String>) 
             }
             Answer::Result(r)
         }
-        TaskState::Failed => {
-            let e = rec.error.unwrap_or_else(|| poll::error_object("failed"));
-            Answer::Error {
-                code: e
-                    .get("code")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(INTERNAL_ERROR),
-                message: e
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("failed")
-                    .into(),
-                data: e.get("data").cloned(),
-                http_status: None,
-            }
-        }
+        TaskState::Failed => failed_answer(rec.error),
         TaskState::Cancelled => err(INVALID_PARAMS, format!("Task {} was cancelled", rec.id)),
         _ => err(
             INTERNAL_ERROR,
