@@ -477,9 +477,9 @@ async fn in_session(
     send(legacy(client, url, sid, body)).await
 }
 
-/// Every task `tasks/list` shows session `sid`, following `nextCursor`.
+/// Every task `tasks/list` shows session `sid`, following `nextCursor`, in the order listed.
 async fn listed(client: &reqwest::Client, url: &str, sid: &str) -> Vec<String> {
-    let (mut ids, mut cursor) = (Vec::new(), Value::Null);
+    let (mut tasks, mut cursor) = (Vec::new(), Value::Null);
     loop {
         let a = in_session(client, url, sid, "tasks/list", json!({"cursor": cursor})).await;
         let r = a.result();
@@ -487,13 +487,28 @@ async fn listed(client: &reqwest::Client, url: &str, sid: &str) -> Vec<String> {
             .as_array()
             .unwrap_or_else(|| panic!("{}", a.text))
         {
-            ids.push(t["taskId"].as_str().unwrap().to_string());
+            let id = t["taskId"].as_str().unwrap().to_string();
+            tasks.push((t["createdAt"].as_str().unwrap().to_string(), id));
         }
         match &r["nextCursor"] {
             Value::String(_) => cursor = r["nextCursor"].clone(),
-            _ => return ids,
+            _ => break,
         }
     }
+    // Oldest first; tasks created within the same millisecond by id.
+    let mut ordered = tasks.clone();
+    ordered.sort();
+    assert_eq!(tasks, ordered, "tasks/list is not oldest first");
+    tasks.into_iter().map(|(_, id)| id).collect()
+}
+
+/// `listed` holds exactly the tasks `made`, each once (made in order, listed oldest first:
+/// the same order but for tasks created within one millisecond).
+fn same_tasks(listed: Vec<String>, mut made: Vec<String>) {
+    let mut listed = listed;
+    listed.sort();
+    made.sort();
+    assert_eq!(listed, made);
 }
 
 #[tokio::test]
@@ -521,7 +536,7 @@ async fn sessions_see_and_list_only_their_own_tasks() {
                 .to_string(),
         );
     }
-    assert_eq!(listed(&client, &url, &mine).await, made);
+    same_tasks(listed(&client, &url, &mine).await, made.clone());
     assert!(listed(&client, &url, &theirs).await.is_empty());
     let id = &made[0];
     let never = uuid::Uuid::new_v4().simple().to_string();
@@ -579,7 +594,7 @@ async fn tasks_list_reads_the_owners_index_in_the_state_store() {
                 .to_string(),
         );
     }
-    assert_eq!(listed(&client, &url, &mine).await, made);
+    same_tasks(listed(&client, &url, &mine).await, made.clone());
     assert!(listed(&client, &url, &theirs).await.is_empty());
     let a = in_session(
         &client,
