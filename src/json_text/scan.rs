@@ -19,6 +19,15 @@ fn escape_mask(w: u64) -> u64 {
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 #[inline]
 fn first_in_block(b: [u8; 16]) -> Option<usize> {
+    let mask = block_mask(b);
+    (mask != 0).then(|| mask.trailing_zeros() as usize)
+}
+
+/// Bit `i` set for each byte `i` of sixteen that needs an escape: `"`, `\\` or below 0x20,
+/// found by SSE2 byte compares, the same bytes [`escape_mask`] marks.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[inline]
+pub(super) fn block_mask(b: [u8; 16]) -> u32 {
     use std::arch::x86_64::{
         _mm_cmpeq_epi8, _mm_max_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set_epi64x,
         _mm_set1_epi8,
@@ -35,7 +44,18 @@ fn first_in_block(b: [u8; 16]) -> Option<usize> {
         let control = _mm_cmpeq_epi8(_mm_max_epu8(v, ceiling), ceiling);
         _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control))
     };
-    (mask != 0).then(|| mask.trailing_zeros() as usize)
+    // movemask sets the low sixteen bits only.
+    mask as u32
+}
+
+/// [`block_mask`] where the machine has no sixteen-byte compares: the table, byte by byte
+/// ([`escape_mask`] is exact only at its lowest mark, so it cannot give every position).
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+#[inline]
+pub(super) fn block_mask(b: [u8; 16]) -> u32 {
+    b.iter().enumerate().fold(0u32, |acc, (i, &x)| {
+        acc | (u32::from(ESCAPE[x as usize] != 0) << i)
+    })
 }
 
 /// The first byte that needs an escape in `w`, if any.

@@ -108,6 +108,43 @@ fn escapes_at_every_position_of_every_short_length() {
     }
 }
 
+/// Strings long enough for the block-wise escaper (32 bytes and more), with escapes dense
+/// and sparse: every position of the first blocks holds one, with a second escape at every
+/// distance after it, beside multi-byte text; written as serde_json writes them, whether
+/// from `&str` or from bytes.
+#[test]
+fn long_strings_with_escapes_anywhere_are_written_as_serde_json_writes_them() {
+    for len in [32usize, 33, 47, 48, 63, 64, 65, 100] {
+        for first in 0..34.min(len) {
+            for gap in 0..20 {
+                let mut s: Vec<char> = (0..len)
+                    .map(|i| if i % 7 == 3 { 'é' } else { 'a' })
+                    .collect();
+                s[first] = '"';
+                if let Some(c) = s.get_mut(first + gap) {
+                    *c = if gap % 2 == 0 { '\\' } else { '\u{1}' };
+                }
+                let s: String = s.into_iter().collect();
+                let want = serde_json::to_vec(&s).unwrap_or_default();
+                let mut out = Vec::new();
+                write_str(&s, &mut out);
+                assert_eq!(out, want, "{s:?}");
+                out.clear();
+                write_str_bytes(s.as_bytes(), &mut out);
+                assert_eq!(out, want, "{s:?}");
+            }
+        }
+    }
+    // JSON text as a string: the text content of a structured result.
+    let doc =
+        json!({"items": (0..200).map(|i| json!({"id": i, "n\"ame": "x\ty"})).collect::<Vec<_>>()});
+    let text = to_vec(&doc);
+    let mut out = Vec::new();
+    write_str_bytes(&text, &mut out);
+    let back: String = serde_json::from_slice(&out).unwrap_or_default();
+    assert_eq!(back.as_bytes(), &text[..]);
+}
+
 #[test]
 fn structures_and_numbers_match_serde_json() {
     same(&json!({
@@ -466,6 +503,13 @@ proptest! {
         text in r#"[\[\]{}",:0-9a-z.eE+\- \t\n\\/éu]{0,48}"#,
     ) {
         borrows_alike(text.as_bytes());
+    }
+
+    #[test]
+    fn any_string_is_written_as_serde_json_writes_it(s in r#"[a"\\\n\u{0}\u{1f}é€😀 z]{0,120}"#) {
+        let mut out = Vec::new();
+        write_str(&s, &mut out);
+        prop_assert_eq!(out, serde_json::to_vec(&s).unwrap_or_default());
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Writes `serde_json::Value`s and [`Doc`]s as JSON text, byte for byte what
 //! `serde_json::to_vec` writes. It never reads JSON text.
 
-use super::scan::{ESCAPE, first_escape};
+use super::scan::{ESCAPE, block_mask, first_escape};
 use crate::json_doc::Doc;
 use serde_json::{Map, Value};
 
@@ -108,29 +108,89 @@ fn write_number(n: &serde_json::Number, out: &mut Vec<u8>) {
 
 /// Appends `s` as a JSON string.
 pub fn write_str(s: &str, out: &mut Vec<u8>) {
-    let mut rest = s.as_bytes();
-    out.reserve(rest.len() + 2);
+    write_str_bytes(s.as_bytes(), out);
+}
+
+/// Appends UTF-8 text as a JSON string: [`write_str`] for text already known to be UTF-8,
+/// such as JSON text this module wrote, so that it is not checked again. Bytes from 0x80 up
+/// are copied as they are, so text that is not UTF-8 gives a string that is not either.
+pub fn write_str_bytes(bytes: &[u8], out: &mut Vec<u8>) {
+    // Room for the text, its quotes, and the escapes of JSON text (about one byte in eight).
+    out.reserve(bytes.len() + bytes.len() / 8 + 2);
     out.push(b'"');
+    let done = if bytes.len() >= 32 {
+        escape_blocks(bytes, out)
+    } else {
+        0
+    };
+    let mut rest = &bytes[done..];
     // Each escape-free run is copied whole; most strings are one run.
     while let Some(at) = first_escape(rest) {
         out.extend_from_slice(&rest[..at]);
-        let b = rest[at];
-        match ESCAPE[b as usize] {
-            b'u' => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.extend_from_slice(&[
-                    b'\\',
-                    b'u',
-                    b'0',
-                    b'0',
-                    HEX[(b >> 4) as usize],
-                    HEX[(b & 0xf) as usize],
-                ]);
-            }
-            esc => out.extend_from_slice(&[b'\\', esc]),
-        }
+        push_escape(rest[at], out);
         rest = &rest[at + 1..];
     }
     out.extend_from_slice(rest);
     out.push(b'"');
+}
+
+/// Writes the escapes of `bytes` sixteen bytes at a time, and the runs between them, up to
+/// the last whole block; returns how many bytes of `bytes` are written. Text where escapes
+/// are dense (JSON text as a string, every key and string value quoted) pays a fixed-size
+/// copy per escape instead of a call to `memcpy` and a scan restarted after it.
+fn escape_blocks(bytes: &[u8], out: &mut Vec<u8>) -> usize {
+    let mut done = 0;
+    let mut at = 0;
+    while let Some(block) = bytes.get(at..at + 16) {
+        let Ok(block) = <[u8; 16]>::try_from(block) else {
+            break;
+        };
+        let mut mask = block_mask(block);
+        while mask != 0 {
+            let escape = at + mask.trailing_zeros() as usize;
+            copy_run(bytes, done, escape, out);
+            push_escape(bytes[escape], out);
+            done = escape + 1;
+            mask &= mask - 1;
+        }
+        at += 16;
+    }
+    // The escape-free run since the last escape is left to the caller's scan.
+    done
+}
+
+/// Appends `bytes[from..to]`. A run of at most sixteen bytes with sixteen bytes to read is
+/// copied as a fixed sixteen (a register move, not a call) and the surplus cut off again.
+#[inline(always)]
+fn copy_run(bytes: &[u8], from: usize, to: usize, out: &mut Vec<u8>) {
+    let len = to - from;
+    if len <= 16
+        && let Some(chunk) = bytes.get(from..from + 16)
+        && let Ok(chunk) = <[u8; 16]>::try_from(chunk)
+    {
+        let before = out.len();
+        out.extend_from_slice(&chunk);
+        out.truncate(before + len);
+    } else {
+        out.extend_from_slice(&bytes[from..to]);
+    }
+}
+
+/// Appends the escape of one byte that needs one.
+#[inline(always)]
+fn push_escape(b: u8, out: &mut Vec<u8>) {
+    match ESCAPE[b as usize] {
+        b'u' => {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.extend_from_slice(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[(b >> 4) as usize],
+                HEX[(b & 0xf) as usize],
+            ]);
+        }
+        esc => out.extend_from_slice(&[b'\\', esc]),
+    }
 }

@@ -82,13 +82,18 @@ pub fn written(tool: &Tool, call: &Call, resp: &RestResponse) -> Option<Reply> {
         }
         _ => None,
     };
-    let mut content = Vec::with_capacity(64 + sc_text.as_ref().map_or(0, Vec::len) / 4);
+    let text_len = match (&summary, &sc_text) {
+        (Some(text), _) => text.len(),
+        // JSON text as a string: about one byte in eight is a quote to escape.
+        (None, Some(json)) => json.len() + json.len() / 8,
+        (None, None) => 0,
+    };
+    let mut content = Vec::with_capacity(32 + text_len);
     content.extend_from_slice(b"[{\"text\":");
     match (&summary, &sc_text) {
         (Some(text), _) => crate::json_text::write_str(text, &mut content),
-        (None, Some(json)) => {
-            crate::json_text::write_str(std::str::from_utf8(json).ok()?, &mut content)
-        }
+        // JSON text the writer just wrote: UTF-8 already.
+        (None, Some(json)) => crate::json_text::write_str_bytes(json, &mut content),
         (None, None) => content.extend_from_slice(b"\"OK\""),
     }
     content.extend_from_slice(b",\"type\":\"text\"}]");
