@@ -285,15 +285,17 @@ pub async fn handle_with(
             finish(Answer::Result(r), true)
         }
         "tools/call" => {
-            let Some(Value::Object(p)) = params else {
+            let Some(Value::Object(mut p)) = params else {
                 return Answer::error(INVALID_PARAMS, "tools/call needs params with a `name`");
+            };
+            // Taken, not cloned: a call's arguments can be large, and nothing after this
+            // reads them from `params`.
+            let arguments = match p.remove("arguments") {
+                None | Some(Value::Null) => None,
+                Some(v) => Some(v),
             };
             let Some(name) = p.get("name").and_then(Value::as_str) else {
                 return Answer::error(INVALID_PARAMS, "tools/call needs a string `name`");
-            };
-            let arguments = match p.get("arguments") {
-                None | Some(Value::Null) => None,
-                Some(v) => Some(v.clone()),
             };
             let gateway = core.gateway.load_full();
             if !modern
