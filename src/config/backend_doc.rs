@@ -3,8 +3,10 @@
 //! a transform reads that its answer never has is refused before any call, with a did-you-mean.
 //! It only reads the documents (remote `$ref`s are never fetched) and never changes a tool.
 
+use super::backend_fit::{self, Placement, Wire};
 use super::diag::{Diagnostic, locate_yaml};
-use super::mapping::MappingFile;
+use super::mapping::{MappingFile, ToolSpec};
+use super::openrpc::Document;
 use crate::init::source::{Place, Sources};
 use crate::util::similar::nearest;
 use serde_json::Value;
@@ -194,8 +196,10 @@ fn operations(src: &mut Sources, doc: &Value, root: &Place) -> Vec<Op> {
     ops
 }
 
-fn query_names(src: &mut Sources, op: &Op) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
+/// The parameters of `op` located `in` (`query`, `header`, `path`): name and resolved schema
+/// (`Value::Null` when it has none or its `$ref` does not resolve).
+fn params_in(src: &mut Sources, op: &Op, location: &str) -> Vec<(String, Value)> {
+    let mut out: Vec<(String, Value)> = Vec::new();
     let lists = [
         (
             op.node.get("parameters").cloned(),
@@ -210,15 +214,156 @@ fn query_names(src: &mut Sources, op: &Op) -> BTreeSet<String> {
             .iter()
             .enumerate()
         {
-            if let Ok((p, _)) = src.deref(p, &at.child(&i.to_string()))
-                && p.get("in").and_then(Value::as_str) == Some("query")
+            let p_at = at.child(&i.to_string());
+            if let Ok((p, p_at)) = src.deref(p, &p_at)
+                && p.get("in").and_then(Value::as_str) == Some(location)
                 && let Some(n) = p.get("name").and_then(Value::as_str)
+                && !out.iter().any(|(o, _)| o == n)
             {
-                out.insert(n.to_string());
+                let schema = p
+                    .get("schema")
+                    .and_then(|s| src.deref(s, &p_at.child("schema")).ok())
+                    .map(|(v, _)| v)
+                    .unwrap_or(Value::Null);
+                out.push((n.to_string(), schema));
             }
         }
     }
     out
+}
+
+fn query_names(src: &mut Sources, op: &Op) -> BTreeSet<String> {
+    params_in(src, op, "query")
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect()
+}
+
+/// Header names the document's `apiKey` security schemes put in headers (credentials a mapping
+/// sends from `backend.headers` or a tool's `headers`).
+fn security_headers(doc: &Value) -> Vec<String> {
+    doc.pointer("/components/securitySchemes")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|m| m.values())
+        .filter(|s| {
+            s.get("type").and_then(Value::as_str) == Some("apiKey")
+                && s.get("in").and_then(Value::as_str) == Some("header")
+        })
+        .filter_map(|s| s.get("name").and_then(Value::as_str).map(str::to_string))
+        .collect()
+}
+
+/// The properties of the operation's JSON request body, each schema resolved.
+fn body_properties(src: &mut Sources, op: &Op) -> Vec<(String, Value)> {
+    let Some(body) = op.node.get("requestBody") else {
+        return Vec::new();
+    };
+    let Ok((body, at)) = src.deref(body, &op.place.child("requestBody")) else {
+        return Vec::new();
+    };
+    let Some((media, m)) = body
+        .get("content")
+        .and_then(Value::as_object)
+        .and_then(|c| {
+            c.iter().find(|(k, _)| {
+                let k = k.to_ascii_lowercase();
+                k.starts_with("application/json") || k.contains("+json")
+            })
+        })
+    else {
+        return Vec::new();
+    };
+    let Some(schema) = m.get("schema") else {
+        return Vec::new();
+    };
+    let s_at = at.child("content").child(media).child("schema");
+    let Ok((schema, s_at)) = src.deref(schema, &s_at) else {
+        return Vec::new();
+    };
+    // The object itself and the members of a top-level `allOf`.
+    let mut objects = vec![(schema.clone(), s_at.clone())];
+    for (i, part) in schema
+        .get("allOf")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+    {
+        if let Ok(x) = src.deref(part, &s_at.child("allOf").child(&i.to_string())) {
+            objects.push(x);
+        }
+    }
+    let mut out: Vec<(String, Value)> = Vec::new();
+    for (o, o_at) in objects {
+        for (name, prop) in o
+            .get("properties")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default()
+        {
+            if out.iter().any(|(n, _)| *n == name) {
+                continue;
+            }
+            let resolved = src
+                .deref(&prop, &o_at.child("properties").child(&name))
+                .map(|(v, _)| v)
+                .unwrap_or(Value::Null);
+            out.push((name, resolved));
+        }
+    }
+    out
+}
+
+/// The schema of tool param `name`: the mapping's own `input_schema`, else the OpenRPC
+/// method's param, with the document's local `$ref`s followed.
+fn tool_param(doc: Option<&Document>, ts: &ToolSpec, tool: &str, name: &str) -> Option<Value> {
+    let mut schema = match &ts.input_schema {
+        Some(s) => s.get("properties")?.get(name)?.clone(),
+        None => doc?
+            .method(tool)?
+            .params
+            .iter()
+            .find(|p| p.name == name)?
+            .schema
+            .clone(),
+    };
+    for _ in 0..16 {
+        let Some(r) = schema.get("$ref").and_then(Value::as_str) else {
+            return Some(schema);
+        };
+        let raw = match &ts.input_schema {
+            Some(s) => s,
+            None => doc?.raw.as_ref(),
+        };
+        schema = raw.pointer(r.strip_prefix('#')?)?.clone();
+    }
+    None
+}
+
+/// The argument a jq program reads when it is just `.name` (or `$args.name`).
+fn simple_read(program: &str) -> Option<&str> {
+    let p = program.trim();
+    let name = p.strip_prefix("$args.").or_else(|| p.strip_prefix('.'))?;
+    (!name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        .then_some(name)
+}
+
+/// 1-based column of `needle` on line `line` of `text`, where it starts a word (not preceded by
+/// a letter, digit, `_` or `-`).
+fn column(text: &str, line: Option<usize>, needle: &str) -> Option<u16> {
+    let l = text.lines().nth(line?.checked_sub(1)?)?;
+    let mut from = 0;
+    while let Some(i) = l[from..].find(needle) {
+        let at = from + i;
+        let before = l[..at].chars().next_back();
+        if !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+            return u16::try_from(l[..at].chars().count() + 1).ok();
+        }
+        from = at + needle.len();
+    }
+    None
 }
 
 /// The success response's schema and its place.
@@ -239,15 +384,22 @@ fn success_schema(src: &mut Sources, op: &Op) -> Option<(Value, Place)> {
     Some((schema, at.child("content").child(media).child("schema")))
 }
 
-/// Checks every tool of `spec` against the OpenAPI document `backend.openapi` names.
-pub fn check(file: &Path, text: &str, spec: &MappingFile, diags: &mut Vec<Diagnostic>) {
+/// Checks every tool of `spec` against the OpenAPI document `backend.openapi` names; `doc` (the
+/// mapping's OpenRPC document) gives the tool params' types.
+pub fn check(
+    file: &Path,
+    text: &str,
+    spec: &MappingFile,
+    doc: Option<&Document>,
+    diags: &mut Vec<Diagnostic>,
+) {
     let Some(rel) = &spec.backend.openapi else {
         return;
     };
     let at = |path: &[&str]| locate_yaml(text, path);
     let doc_path = file.parent().unwrap_or(Path::new(".")).join(rel);
     let mut src = Sources::default();
-    let (doc_file, doc) = match src.open(&doc_path) {
+    let (doc_file, api) = match src.open(&doc_path) {
         Ok(x) => x,
         Err(e) => {
             diags.push(
@@ -263,9 +415,37 @@ pub fn check(file: &Path, text: &str, spec: &MappingFile, diags: &mut Vec<Diagno
         file: doc_file,
         pointer: String::new(),
     };
-    let ops = operations(&mut src, &doc, &root);
+    let ops = operations(&mut src, &api, &root);
+    let credentials = security_headers(&api);
+    // `backend.headers` go to every operation: a name no operation declares, near one that
+    // some operation does, is a typo.
+    let mut anywhere: Vec<String> = credentials.clone();
+    for op in &ops {
+        for (n, _) in params_in(&mut src, op, "header") {
+            if !anywhere.iter().any(|a| a.eq_ignore_ascii_case(&n)) {
+                anywhere.push(n);
+            }
+        }
+    }
+    for key in spec.backend.headers.keys() {
+        if let Some(f) = backend_fit::header(key, &anywhere, "any operation", rel)
+            && f.error
+        {
+            let line = at(&["backend", "headers", key]);
+            diags.push(
+                Diagnostic::error(
+                    file,
+                    format!("header `{key}` is not a header parameter of any operation in {rel}"),
+                )
+                .line(line)
+                .column(column(text, line, key))
+                .at(format!("backend.headers.{key}"))
+                .hint(f.hint),
+            );
+        }
+    }
     let backend_path = url_path(&spec.backend.url);
-    let server_path = doc
+    let server_path = api
         .pointer("/servers/0/url")
         .and_then(Value::as_str)
         .map(url_path)
@@ -345,6 +525,21 @@ pub fn check(file: &Path, text: &str, spec: &MappingFile, diags: &mut Vec<Diagno
                 );
             }
         }
+        placed(
+            &mut src,
+            op,
+            Tool {
+                file,
+                text,
+                name,
+                spec: ts,
+                path,
+                doc,
+                rel,
+            },
+            &credentials,
+            diags,
+        );
         let Some((schema, s_at)) = success_schema(&mut src, op) else {
             continue;
         };
@@ -379,6 +574,208 @@ pub fn check(file: &Path, text: &str, spec: &MappingFile, diags: &mut Vec<Diagno
                     );
                 }
             }
+        }
+    }
+}
+
+/// One tool as `placed` reads it.
+struct Tool<'a> {
+    file: &'a Path,
+    text: &'a str,
+    name: &'a str,
+    spec: &'a ToolSpec,
+    /// The path of its `http:`.
+    path: &'a str,
+    doc: Option<&'a Document>,
+    /// `backend.openapi` as written.
+    rel: &'a str,
+}
+
+/// The headers a tool places that `op` does not declare, and every placed param whose type does
+/// not fit the parameter or body property it goes into.
+fn placed(
+    src: &mut Sources,
+    op: &Op,
+    t: Tool<'_>,
+    credentials: &[String],
+    diags: &mut Vec<Diagnostic>,
+) {
+    let operation = format!("{} {}", op.method, op.path);
+    let mut push = |f: backend_fit::Finding, keys: &[&str], needle: &str, at: String| {
+        let line = locate_yaml(t.text, keys);
+        let d = if f.error {
+            Diagnostic::error(t.file, f.message)
+        } else {
+            Diagnostic::warning(t.file, f.message)
+        };
+        diags.push(
+            d.line(line)
+                .column(column(t.text, line, needle))
+                .at(at)
+                .hint(f.hint),
+        );
+    };
+    let name = t.name;
+    let param_schema = |p: &str| tool_param(t.doc, t.spec, name, p);
+
+    // Headers: declared by the operation (or a security scheme), case-insensitively.
+    let headers = params_in(src, op, "header");
+    let mut declared: Vec<String> = headers.iter().map(|(n, _)| n.clone()).collect();
+    declared.extend(credentials.iter().cloned());
+    for (key, program) in &t.spec.headers {
+        if let Some(f) = backend_fit::header(key, &declared, &operation, t.rel) {
+            push(
+                f,
+                &["tools", name, "headers", key],
+                key,
+                format!("tools.{name}.headers.{key}"),
+            );
+            continue;
+        }
+        let Some(arg) = simple_read(program) else {
+            continue;
+        };
+        if let (Some(tool), Some((target, backend))) = (
+            param_schema(arg),
+            headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(key)),
+        ) && let Some(f) = backend_fit::judge(
+            &Placement {
+                param: arg,
+                tool: &tool,
+                target,
+                backend,
+                wire: Wire::Header,
+            },
+            &operation,
+            t.rel,
+        ) {
+            push(
+                f,
+                &["tools", name, "headers", key],
+                key,
+                format!("tools.{name}.headers.{key}"),
+            );
+        }
+    }
+
+    // Query parameters a program fills with one argument as it is.
+    let query = params_in(src, op, "query");
+    for (key, program) in &t.spec.query {
+        let Some(arg) = simple_read(program) else {
+            continue;
+        };
+        if let (Some(tool), Some((target, backend))) =
+            (param_schema(arg), query.iter().find(|(n, _)| n == key))
+            && let Some(f) = backend_fit::judge(
+                &Placement {
+                    param: arg,
+                    tool: &tool,
+                    target,
+                    backend,
+                    wire: Wire::Query,
+                },
+                &operation,
+                t.rel,
+            )
+        {
+            push(
+                f,
+                &["tools", name, "query", key],
+                key,
+                format!("tools.{name}.query.{key}"),
+            );
+        }
+    }
+
+    // Path placeholders, segment by segment from the end (the backend URL may add a prefix).
+    let path_params = params_in(src, op, "path");
+    let placeholder = |seg: &str| {
+        seg.strip_prefix('{')
+            .and_then(|s| s.strip_suffix('}'))
+            .filter(|s| !s.contains(['{', '}']))
+            .map(str::to_string)
+    };
+    let mut in_path = Vec::new();
+    let tool_segs: Vec<&str> = t.path.split('/').filter(|s| !s.is_empty()).collect();
+    let op_segs: Vec<&str> = op.path.split('/').filter(|s| !s.is_empty()).collect();
+    for (mine, theirs) in tool_segs.iter().rev().zip(op_segs.iter().rev()) {
+        let (Some(arg), Some(target)) = (placeholder(mine), placeholder(theirs)) else {
+            continue;
+        };
+        in_path.push(arg.clone());
+        if let (Some(tool), Some((target, backend))) = (
+            param_schema(&arg),
+            path_params.iter().find(|(n, _)| *n == target),
+        ) && let Some(f) = backend_fit::judge(
+            &Placement {
+                param: &arg,
+                tool: &tool,
+                target,
+                backend,
+                wire: Wire::Path,
+            },
+            &operation,
+            t.rel,
+        ) {
+            push(
+                f,
+                &["tools", name, "http"],
+                mine,
+                format!("tools.{name}.http"),
+            );
+        }
+    }
+
+    // The default body (the arguments minus path params and metadata, or `del(...)` of some):
+    // each argument goes into the body property of its name.
+    if !matches!(op.method.as_str(), "POST" | "PUT" | "PATCH") {
+        return;
+    }
+    let removed: Vec<String> = match t.spec.body.as_deref().map(str::trim) {
+        None => Vec::new(),
+        Some(b) => match b.strip_prefix("del(").and_then(|r| r.strip_suffix(')')) {
+            Some(list) => list
+                .split(',')
+                .filter_map(simple_read)
+                .map(str::to_string)
+                .collect(),
+            None => return,
+        },
+    };
+    let props = body_properties(src, op);
+    let params: Vec<String> = match (&t.spec.input_schema, t.doc.and_then(|d| d.method(name))) {
+        (Some(s), _) => s
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default(),
+        (None, Some(m)) => m.params.iter().map(|p| p.name.clone()).collect(),
+        (None, None) => Vec::new(),
+    };
+    for arg in params {
+        if in_path.contains(&arg) || removed.contains(&arg) || arg == "_meta" || arg == "meta" {
+            continue;
+        }
+        if let (Some(tool), Some((target, backend))) =
+            (param_schema(&arg), props.iter().find(|(n, _)| *n == arg))
+            && let Some(f) = backend_fit::judge(
+                &Placement {
+                    param: &arg,
+                    tool: &tool,
+                    target,
+                    backend,
+                    wire: Wire::Body,
+                },
+                &operation,
+                t.rel,
+            )
+        {
+            push(
+                f,
+                &["tools", name, "http"],
+                "http",
+                format!("tools.{name}.http (body)"),
+            );
         }
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod ask;
 pub mod backend_doc;
+mod backend_fit;
 pub mod business;
 pub mod compile;
 mod compile_backend;
