@@ -86,6 +86,7 @@ impl Binding {
         let arg = self.meta_argument()?;
         let root = format!("/{arg}");
         let mut parts = Vec::new();
+        let mut others = Vec::new();
         for e in errors {
             let at = e.instance_path().to_string();
             let inside = at == root || at.starts_with(&format!("{root}/"));
@@ -137,6 +138,15 @@ impl Binding {
                         expected(kind, "_meta.usp")
                     ));
                 }
+                // A credential's value is never repeated: only the rule it broke.
+                _ if inside && dotted(&at).starts_with("_meta.usp.authorization") => {
+                    let path = dotted(&at);
+                    parts.push(format!(
+                        "`{path}` of `{tool}` breaks its schema's `{}` rule; {}",
+                        e.kind().keyword(),
+                        expected(kind, &path)
+                    ));
+                }
                 _ if inside => {
                     let path = dotted(&at);
                     parts.push(format!(
@@ -144,9 +154,20 @@ impl Binding {
                         expected(kind, &path)
                     ));
                 }
-                _ => {}
+                _ => others.push(if at.is_empty() {
+                    format!("arguments: {e}")
+                } else {
+                    format!("arguments{at}: {e}")
+                }),
             }
         }
-        (!parts.is_empty()).then(|| parts.join("; "))
+        // The other violations follow, as the binding reports them otherwise.
+        (!parts.is_empty()).then(|| {
+            parts
+                .into_iter()
+                .chain(others)
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
     }
 }
