@@ -433,7 +433,13 @@ pub fn prepare(tool: &Tool, args: Value) -> Result<Call, Reply> {
         ));
     }
     if let Some(detail) = violations(tool, &args) {
-        return Err(binding.render_failure(binding.invalid_arguments(detail), &ctx));
+        // Misplaced protocol metadata is said where it was expected, in the message itself.
+        let errors: Vec<_> = tool.input_validator.iter_errors(&args).take(3).collect();
+        let f = match binding.meta_mistake(&tool.name, &errors) {
+            Some(why) => binding.invalid_arguments(why).explained(),
+            None => binding.invalid_arguments(detail),
+        };
+        return Err(binding.render_failure(f, &ctx));
     }
     let mut args = args;
     let mut meta = binding
@@ -449,7 +455,14 @@ pub fn prepare(tool: &Tool, args: Value) -> Result<Call, Reply> {
         });
     }
     if tool.idempotency_required && meta.idempotency_key.is_none() {
-        let f = binding.invalid_arguments(format!("`{}` requires an idempotency key", tool.name));
+        let f = match binding.meta_argument() {
+            Some(_) => binding
+                .invalid_arguments(binding.missing_idempotency_key(&tool.name))
+                .explained(),
+            None => {
+                binding.invalid_arguments(format!("`{}` requires an idempotency key", tool.name))
+            }
+        };
         return Err(binding.render_failure(f, &ctx));
     }
     Ok(Call {

@@ -103,6 +103,10 @@ pub struct Failure {
     pub retry_after: Option<u64>,
     /// Render as an MCP `isError` result rather than a JSON-RPC error, when the binding allows.
     pub as_tool_error: bool,
+    /// The JSON-RPC error message carries the explanation too (`slug: message`), not only
+    /// `data.content`: for a mistake the caller fixes in its own request (misplaced metadata),
+    /// which clients show by their exception's message alone.
+    pub explain: bool,
 }
 
 impl Failure {
@@ -116,12 +120,19 @@ impl Failure {
             problem: None,
             retry_after: None,
             as_tool_error: false,
+            explain: false,
         }
     }
 
     /// Sets the binding code slug.
     pub fn with_code(mut self, code: impl Into<String>) -> Self {
         self.code = Some(code.into());
+        self
+    }
+
+    /// The explanation goes into the JSON-RPC error message too (see `explain`).
+    pub fn explained(mut self) -> Self {
+        self.explain = true;
         self
     }
 }

@@ -3,6 +3,8 @@
 //! the same mapping without it still loads; plus the diagnostics a stranger acts on (YAML line
 //! and column, a `definitions` mistake reported once, an empty envelope version).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -279,4 +281,198 @@ fn a_jq_mistake_in_definitions_is_reported_once_at_its_own_line_and_column() {
         said.contains("check failed: 1 error(s)"),
         "reported once: {said}"
     );
+}
+
+fn fit_fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/backend-fit")
+}
+
+/// `file:line:column` of the first line of `file` containing `line_has`, at `needle` on it.
+fn place(file: &Path, line_has: &str, needle: &str) -> String {
+    let text = std::fs::read_to_string(file).unwrap();
+    let (n, l) = text
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.contains(line_has))
+        .unwrap();
+    format!(
+        "{}:{}:{}",
+        file.display(),
+        n + 1,
+        l.find(needle).unwrap() + 1
+    )
+}
+
+#[test]
+fn placed_params_whose_types_do_not_fit_and_misspelt_headers_are_caught_with_their_fix() {
+    let mapping = fit_fixture().join("vet.yaml");
+    let (code, said) = check(&mapping);
+    assert_eq!(code, Some(1), "{said}");
+    let expect = [
+        (
+            place(&mapping, "X-Api-Kye:", "X-Api-Kye"),
+            "(backend.headers.X-Api-Kye): header `X-Api-Kye` is not a header parameter of any operation in vet-api.yaml\n  hint: did you mean `X-Api-Key`?",
+        ),
+        (
+            place(&mapping, "X-Api-Versoin:", "X-Api-Versoin"),
+            "(tools.list_visits.headers.X-Api-Versoin): header `X-Api-Versoin` is not a header parameter of `GET /visits` in vet-api.yaml\n  hint: did you mean `X-Api-Version`?",
+        ),
+        (
+            place(&mapping, "query: { day:", "day:"),
+            "(tools.list_visits.query.day): param `day` is an integer, but the query parameter `day` of `GET /visits` in vet-api.yaml takes a string (format date)\n  hint: declare `day` as a string (format date) in the OpenRPC document (a `schema_patches` entry changes a published one), so the agent is asked for what the backend takes",
+        ),
+        (
+            place(&mapping, "query: { day:", "kind:"),
+            "(tools.list_visits.query.kind): param `kind` allows surgry, which the query parameter `kind` of `GET /visits` in vet-api.yaml does not take (it takes checkup, surgery)\n  hint: did you mean `surgery` (not `surgry`)?",
+        ),
+        (
+            place(&mapping, "http: POST /visits", "http"),
+            "(tools.create_visit.http (body)): param `minutes` is a string, but the body property `minutes` of `POST /visits` in vet-api.yaml takes an integer\n  hint: declare `minutes` as an integer in the OpenRPC document",
+        ),
+        (
+            place(&mapping, "http: GET /visits/{visit_id}", "{visit_id}"),
+            "(tools.get_visit.http): param `visit_id` is a string, but the path parameter `visit_id` of `GET /visits/{visit_id}` in vet-api.yaml takes an integer\n  hint: declare `visit_id` as an integer in the OpenRPC document",
+        ),
+    ];
+    for (at, rest) in &expect {
+        let line = format!("error: {at} {rest}");
+        assert!(said.contains(&line), "missing:\n{line}\nin:\n{said}");
+    }
+    // `limit` (integer into integer) and the declared credentials header are fine.
+    assert!(!said.contains("`limit`"), "{said}");
+    assert!(
+        said.contains("check failed: 6 error(s), 0 warning(s)"),
+        "{said}"
+    );
+
+    // Fixed as the hints say, the same mapping passes with nothing to report.
+    let dir = std::env::temp_dir().join(format!("portico-fit-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let copy = |name: &str, fixes: &[(&str, &str)]| {
+        let mut text = std::fs::read_to_string(fit_fixture().join(name)).unwrap();
+        for (from, to) in fixes {
+            assert!(text.contains(from), "{name}: {from}");
+            text = text.replace(from, to);
+        }
+        std::fs::write(dir.join(name), text).unwrap();
+    };
+    copy("vet-api.yaml", &[]);
+    copy(
+        "vet.yaml",
+        &[
+            ("X-Api-Kye", "X-Api-Key"),
+            ("X-Api-Versoin", "x-api-version"),
+        ],
+    );
+    copy(
+        "vet.openrpc.json",
+        &[
+            (
+                r#""name": "day", "schema": { "type": "integer" }"#,
+                r#""name": "day", "schema": { "type": "string", "format": "date" }"#,
+            ),
+            ("surgry", "surgery"),
+            (
+                r#""name": "minutes", "schema": { "type": "string" }"#,
+                r#""name": "minutes", "schema": { "type": "integer" }"#,
+            ),
+            (
+                r#""name": "visit_id", "required": true, "schema": { "type": "string" }"#,
+                r#""name": "visit_id", "required": true, "schema": { "type": "integer" }"#,
+            ),
+        ],
+    );
+    let (code, said) = check(&dir.join("vet.yaml"));
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("0 warning(s)"), "{said}");
+}
+
+#[test]
+fn a_header_no_operation_declares_and_nothing_resembles_is_a_warning() {
+    let dir = std::env::temp_dir().join(format!("portico-fit-warn-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in ["vet-api.yaml", "vet.openrpc.json"] {
+        std::fs::copy(fit_fixture().join(f), dir.join(f)).unwrap();
+    }
+    let text = std::fs::read_to_string(fit_fixture().join("vet.yaml"))
+        .unwrap()
+        .replace("  headers:\n    X-Api-Kye: \"static-key\"\n", "")
+        .replace("X-Api-Versoin", "X-Request-Source")
+        .replace(
+            "query: { day: .day, kind: .kind, limit: .limit }",
+            "query: { limit: .limit }",
+        )
+        .replace("  create_visit:\n    http: POST /visits\n", "")
+        .replace("  get_visit:\n    http: GET /visits/{visit_id}\n", "");
+    let mapping = dir.join("vet.yaml");
+    std::fs::write(&mapping, text).unwrap();
+    let (code, said) = check(&mapping);
+    assert_eq!(code, Some(0), "a warning does not fail the check: {said}");
+    let at = place(&mapping, "X-Request-Source:", "X-Request-Source");
+    assert!(
+        said.contains(&format!("warning: {at} (tools.list_visits.headers.X-Request-Source): header `X-Request-Source` is not a header parameter of `GET /visits` in vet-api.yaml\n  hint: its header parameters: X-Api-Version, X-Api-Key; the backend may ignore this one")),
+        "{said}"
+    );
+}
+
+#[test]
+fn init_output_checked_against_its_own_public_document_has_no_type_or_header_findings() {
+    // What `init` placed it placed where the document says: comparing a generated mapping with
+    // its own source must find nothing (real documents: nullable enums, bodies, API-version and
+    // idempotency headers, integer path params).
+    for (i, doc) in [
+        "openapi/adyen-checkout/CheckoutService-v72.json",
+        "openapi/pretalx/schema.yml",
+        "openapi/medusa-store/openapi.yaml",
+        "openapi/oai-examples/v3.0/petstore-expanded.yaml",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let source = common::upstream(doc);
+        let out =
+            std::env::temp_dir().join(format!("portico-selfcheck-{}-{i}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&out);
+        let o = Command::new(BIN)
+            .arg("init")
+            .arg("--openapi")
+            .arg(&source)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{doc}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let mapping = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| {
+                p.extension().is_some_and(|e| e == "yaml")
+                    && !p.to_string_lossy().ends_with(".schema.json")
+            })
+            .unwrap();
+        let text = std::fs::read_to_string(&mapping).unwrap();
+        let with = text.replacen(
+            "  timeout: 10s\n",
+            &format!("  timeout: 10s\n  openapi: {}\n", source.display()),
+            1,
+        );
+        assert_ne!(text, with, "{doc}: backend.openapi added");
+        std::fs::write(&mapping, with).unwrap();
+        let (_, said) = check(&out);
+        for finding in [
+            "param `",
+            "header `",
+            "is not an operation of",
+            "query parameter `",
+        ] {
+            assert!(!said.contains(finding), "{doc}: {finding}\n{said}");
+        }
+        assert!(said.contains("ok: 1 file(s)"), "{doc}: {said}");
+    }
 }

@@ -113,11 +113,17 @@ async fn decide(
             }
         }
         None if binding.kind == Kind::Usp => {
-            return Err(Refusal::new(
-                FailureKind::InvalidRequest,
-                "invalid_request",
-                "privileged methods need `_meta.usp.profile`",
-            ));
+            return Err(Refusal {
+                explain: true,
+                ..Refusal::new(
+                    FailureKind::InvalidRequest,
+                    "invalid_request",
+                    format!(
+                        "`_meta.usp.profile` is required for `{}` (a privileged method); expected at params.arguments._meta.usp.profile",
+                        tool.name
+                    ),
+                )
+            });
         }
         None => {}
     }
@@ -257,7 +263,8 @@ fn shape(business: &crate::config::Business, r: Refusal) -> Reply {
         }
         _ => {}
     }
-    let f = Failure::new(r.kind, r.message).with_code(r.code);
+    let mut f = Failure::new(r.kind, r.message).with_code(r.code);
+    f.explain = r.explain;
     let mut reply = binding.render_failure(f, &ToolCtx::default());
     if let (
         Some(n),

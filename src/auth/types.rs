@@ -49,6 +49,9 @@ pub struct Refusal {
     pub nonce: Option<String>,
     /// The mechanism the failure relates to (`data.mechanism`, USP's RECOMMENDED discriminator).
     pub mechanism: Option<&'static str>,
+    /// The message goes into the JSON-RPC error message too (`Failure::explain`): for metadata
+    /// the caller misplaced.
+    pub explain: bool,
 }
 
 impl Refusal {
@@ -64,6 +67,7 @@ impl Refusal {
             invalid_token: false,
             nonce: None,
             mechanism: None,
+            explain: false,
         }
     }
 

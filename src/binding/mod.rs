@@ -5,6 +5,7 @@
 pub mod autonym;
 mod defaults;
 mod errors;
+mod meta;
 pub mod registries;
 pub mod rest;
 pub use errors::{AUTONYM_ERRORS, ErrorCode, HTTP_PROBLEM, PLAIN_ERRORS, UCP_ERRORS, USP_ERRORS};
@@ -235,7 +236,7 @@ fn str_at<'a>(v: &'a Value, path: &[&str]) -> Result<Option<&'a str>, String> {
     match cur {
         Value::String(s) => Ok(Some(s)),
         Value::Null => Ok(None),
-        _ => Err(format!("`{}` must be a string", path.join("."))),
+        _ => Err(path.join(".")),
     }
 }
 
@@ -268,8 +269,14 @@ impl Binding {
     /// Reads protocol metadata out of the arguments and removes it, so it never reaches the
     /// backend body.
     pub fn extract(&self, args: &mut Value) -> Result<Meta, Failure> {
-        let invalid =
-            |m: String| Failure::new(FailureKind::InvalidRequest, m).with_code("invalid_request");
+        // `str_at` names the member that is not a string, as the binding spells its path.
+        let invalid = |path: String| {
+            let path = match self.kind {
+                Kind::Ucp => format!("meta.{path}"),
+                _ => format!("_meta.{path}"),
+            };
+            self.meta_not_a_string(&path)
+        };
         let mut meta = Meta::default();
         let Value::Object(obj) = args else {
             return Ok(meta);
@@ -302,9 +309,8 @@ impl Binding {
                         .map(str::to_string);
                 }
                 if meta.profile.is_none() {
-                    return Err(Failure::new(
-                        FailureKind::InvalidRequest,
-                        "meta[\"ucp-agent\"].profile is required on every UCP request",
+                    return Err(Self::meta_failure(
+                        "meta[\"ucp-agent\"].profile is required on every UCP request; expected at params.arguments.meta[\"ucp-agent\"].profile".into(),
                     )
                     .with_code("invalid_profile_url"));
                 }
@@ -633,9 +639,14 @@ impl Binding {
             Kind::Ucp => Some(row.http),
             _ => None,
         };
+        let message = if f.explain {
+            format!("{slug}: {}", f.message)
+        } else {
+            slug
+        };
         Reply::Error(RpcError {
             code: row.rpc,
-            message: slug,
+            message,
             data: Some(Value::Object(data)),
             http_status,
         })

@@ -3,62 +3,19 @@
 //! a transform reads that its answer never has is refused before any call, with a did-you-mean.
 //! It only reads the documents (remote `$ref`s are never fetched) and never changes a tool.
 
+use super::backend_fit;
+use super::backend_ops::{
+    Op, norm, operations, params_in, query_names, security_headers, success_schema, url_path,
+};
+use super::backend_place::{Tool, column, placed};
 use super::diag::{Diagnostic, locate_yaml};
 use super::mapping::MappingFile;
+use super::openrpc::Document;
 use crate::init::source::{Place, Sources};
 use crate::util::similar::nearest;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
-
-const METHODS: &[&str] = &[
-    "get", "put", "post", "delete", "options", "head", "patch", "trace", "query",
-];
-
-/// One operation of the document.
-struct Op {
-    method: String,
-    path: String,
-    norm: Vec<String>,
-    node: Value,
-    place: Place,
-    shared: Value,
-    shared_place: Place,
-}
-
-/// Path segments with every `{name}` written `{}`, so templates compare by shape.
-fn norm(path: &str) -> Vec<String> {
-    path.split('/')
-        .filter(|s| !s.is_empty())
-        .map(|seg| {
-            let mut out = String::new();
-            let mut depth = 0;
-            for c in seg.chars() {
-                match c {
-                    '{' => {
-                        depth += 1;
-                        out.push('{');
-                    }
-                    '}' => {
-                        depth -= 1;
-                        out.push('}');
-                    }
-                    _ if depth > 0 => {}
-                    _ => out.push(c),
-                }
-            }
-            out
-        })
-        .collect()
-}
-
-fn url_path(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(u) => u.path().trim_end_matches('/').to_string(),
-        Err(_) if url.starts_with('/') => url.trim_end_matches('/').to_string(),
-        Err(_) => String::new(),
-    }
-}
 
 /// The top-level field paths a jq program reads (`.a.b`, `.a[].b` as `[a, b]`); paths behind a
 /// variable (`$args.x`) and inside string literals are not the backend's answer.
@@ -167,87 +124,22 @@ fn field_names(src: &mut Sources, node: &Value, at: &Place) -> Option<BTreeSet<S
     (!names.is_empty()).then_some(names)
 }
 
-fn operations(src: &mut Sources, doc: &Value, root: &Place) -> Vec<Op> {
-    let mut ops = Vec::new();
-    let Some(paths) = doc.get("paths").and_then(Value::as_object) else {
-        return ops;
-    };
-    for (path, item) in paths {
-        let at = root.child("paths").child(path);
-        let Ok((item, item_at)) = src.deref(item, &at) else {
-            continue;
-        };
-        for m in METHODS {
-            if let Some(op) = item.get(*m) {
-                ops.push(Op {
-                    method: m.to_ascii_uppercase(),
-                    path: path.clone(),
-                    norm: norm(path),
-                    node: op.clone(),
-                    place: item_at.child(m),
-                    shared: item.get("parameters").cloned().unwrap_or(Value::Null),
-                    shared_place: item_at.child("parameters"),
-                });
-            }
-        }
-    }
-    ops
-}
-
-fn query_names(src: &mut Sources, op: &Op) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    let lists = [
-        (
-            op.node.get("parameters").cloned(),
-            op.place.child("parameters"),
-        ),
-        (Some(op.shared.clone()), op.shared_place.clone()),
-    ];
-    for (list, at) in lists {
-        for (i, p) in list
-            .and_then(|l| l.as_array().cloned())
-            .unwrap_or_default()
-            .iter()
-            .enumerate()
-        {
-            if let Ok((p, _)) = src.deref(p, &at.child(&i.to_string()))
-                && p.get("in").and_then(Value::as_str) == Some("query")
-                && let Some(n) = p.get("name").and_then(Value::as_str)
-            {
-                out.insert(n.to_string());
-            }
-        }
-    }
-    out
-}
-
-/// The success response's schema and its place.
-fn success_schema(src: &mut Sources, op: &Op) -> Option<(Value, Place)> {
-    let responses = op.node.get("responses")?.as_object()?;
-    let mut codes: Vec<&String> = responses.keys().filter(|k| k.starts_with('2')).collect();
-    codes.sort();
-    let code = codes.first()?;
-    let (resp, at) = src
-        .deref(&responses[*code], &op.place.child("responses").child(code))
-        .ok()?;
-    let content = resp.get("content")?.as_object()?;
-    let (media, m) = content.iter().find(|(k, _)| {
-        let k = k.to_ascii_lowercase();
-        k.starts_with("application/json") || k.contains("+json") || k == "*/*"
-    })?;
-    let schema = m.get("schema")?.clone();
-    Some((schema, at.child("content").child(media).child("schema")))
-}
-
-/// Checks every tool of `spec` against the OpenAPI document `backend.openapi` names.
-pub fn check(file: &Path, text: &str, spec: &MappingFile, diags: &mut Vec<Diagnostic>) {
+/// Checks every tool of `spec` against the OpenAPI document `backend.openapi` names; `doc` (the
+/// mapping's OpenRPC document) gives the tool params' types.
+pub fn check(
+    file: &Path,
+    text: &str,
+    spec: &MappingFile,
+    doc: Option<&Document>,
+    diags: &mut Vec<Diagnostic>,
+) {
     let Some(rel) = &spec.backend.openapi else {
         return;
     };
     let at = |path: &[&str]| locate_yaml(text, path);
     let doc_path = file.parent().unwrap_or(Path::new(".")).join(rel);
     let mut src = Sources::default();
-    let (doc_file, doc) = match src.open(&doc_path) {
+    let (doc_file, api) = match src.open(&doc_path) {
         Ok(x) => x,
         Err(e) => {
             diags.push(
@@ -263,9 +155,37 @@ pub fn check(file: &Path, text: &str, spec: &MappingFile, diags: &mut Vec<Diagno
         file: doc_file,
         pointer: String::new(),
     };
-    let ops = operations(&mut src, &doc, &root);
+    let ops = operations(&mut src, &api, &root);
+    let credentials = security_headers(&api);
+    // `backend.headers` go to every operation: a name no operation declares, near one that
+    // some operation does, is a typo.
+    let mut anywhere: Vec<String> = credentials.clone();
+    for op in &ops {
+        for (n, _) in params_in(&mut src, op, "header") {
+            if !anywhere.iter().any(|a| a.eq_ignore_ascii_case(&n)) {
+                anywhere.push(n);
+            }
+        }
+    }
+    for key in spec.backend.headers.keys() {
+        if let Some(f) = backend_fit::header(key, &anywhere, "any operation", rel)
+            && f.error
+        {
+            let line = at(&["backend", "headers", key]);
+            diags.push(
+                Diagnostic::error(
+                    file,
+                    format!("header `{key}` is not a header parameter of any operation in {rel}"),
+                )
+                .line(line)
+                .column(column(text, line, key))
+                .at(format!("backend.headers.{key}"))
+                .hint(f.hint),
+            );
+        }
+    }
     let backend_path = url_path(&spec.backend.url);
-    let server_path = doc
+    let server_path = api
         .pointer("/servers/0/url")
         .and_then(Value::as_str)
         .map(url_path)
@@ -345,6 +265,21 @@ pub fn check(file: &Path, text: &str, spec: &MappingFile, diags: &mut Vec<Diagno
                 );
             }
         }
+        placed(
+            &mut src,
+            op,
+            Tool {
+                file,
+                text,
+                name,
+                spec: ts,
+                path,
+                doc,
+                rel,
+            },
+            &credentials,
+            diags,
+        );
         let Some((schema, s_at)) = success_schema(&mut src, op) else {
             continue;
         };

@@ -356,8 +356,6 @@ fn compile_file(
         sources.map_id(id, p);
     }
 
-    // The backend's own OpenAPI document, when named: methods, paths, query names, fields.
-    super::backend_doc::check(file, &text, &spec, diags);
     // Backend.
     let backend = compile_backend(file, &text, &spec, diags);
 
@@ -389,6 +387,9 @@ fn compile_file(
         }
     }
     let doc = docs.get(&canonical)?.clone();
+    // The backend's own OpenAPI document, when named: methods, paths, query names, placed
+    // params' types and header names, fields the transforms read.
+    super::backend_doc::check(file, &text, &spec, Some(&doc), diags);
 
     let version = spec.protocol.version.clone().unwrap_or_else(|| match kind {
         Kind::Usp | Kind::Ucp if !doc.version.is_empty() => doc.version.clone(),

@@ -3,6 +3,9 @@
 
 pub mod ask;
 pub mod backend_doc;
+mod backend_fit;
+mod backend_ops;
+mod backend_place;
 pub mod business;
 pub mod compile;
 mod compile_backend;

@@ -257,6 +257,7 @@ pub fn outcome(tool: &Tool, call: &Call, resp: RestResponse) -> Outcome {
                         .map(Box::new),
                     retry_after: retry_after(&resp.headers),
                     as_tool_error: false,
+                    explain: false,
                 }),
                 _ => Outcome::Failure(Failure {
                     status: Some(status),
