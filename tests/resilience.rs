@@ -2,7 +2,7 @@
 //! breaker opens, then closes after a good trial), one caller's slow argument (its tool's breaker
 //! opens on the failure ratio, the other tools keep working), a hanging backend (the timeout
 //! frees the slot), load shedding under a concurrency limit, and retries of safe or keyed calls
-//! only.
+//! only, within the backend's retry budget.
 
 mod common;
 
@@ -503,4 +503,74 @@ fn bad_resilience_settings_are_load_errors_with_lines() {
         diags.iter().all(|d| d.line.is_some()),
         "every diagnostic names its line: {text}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_retry_budget_stops_retries_once_spent() {
+    let backend = Backend::started().await;
+    backend.ctl.mode.store(FAIL, Ordering::SeqCst);
+    let business = "res-budget";
+    // Half a retry per retryable call and no minimum rate; nothing leaves the 60 s window
+    // during the test, so the budget is spent and refilled by the calls alone.
+    let file = mapping(
+        &backend,
+        business,
+        "  timeout: 10s\n  retries: { attempts: 3, backoff: 1ms, max_backoff: 2ms, budget: { ratio: 0.5, min_per_s: 0, window: 60s } }\n  breaker: { failures: 0 }",
+    );
+    let (g, url, admin, c) = start(file).await;
+    // Without a budget each call would be sent three times (18 requests in all). With it, a
+    // call gets one retry when two calls' deposits are in the budget, never a second one.
+    let mut sent = Vec::new();
+    for _ in 0..6 {
+        let before = backend.hits();
+        assert_unavailable(&echo(&c, &url).await, "backend overloaded");
+        sent.push(backend.hits() - before);
+    }
+    assert_eq!(
+        sent,
+        [1, 2, 1, 2, 1, 2],
+        "requests the backend received per call"
+    );
+    assert_eq!(backend.hits(), 9);
+    let m = metrics(&c, &admin).await;
+    let count = |name: &str| sample(&m, &format!("{name}{{business=\"{business}\"}}"));
+    assert_eq!(count("portico_upstream_retries_total"), Some(3.0), "{m}");
+    assert_eq!(
+        count("portico_upstream_retries_denied_total"),
+        Some(6.0),
+        "each call's last failure met a spent budget: {m}"
+    );
+    promtool_accepts(&m);
+    g.stop().await.unwrap();
+    backend.down().await;
+}
+
+#[test]
+fn bad_retry_budgets_are_load_errors_with_lines() {
+    let backend = Backend::reserved();
+    for (budget, says) in [
+        ("{ ratio: 2000 }", "retries.budget.ratio is 2000"),
+        ("{ ratio: -0.5 }", "retries.budget.ratio is -0.5"),
+        ("{ window: 2m }", "retries.budget.window is 120s"),
+        ("{ window: 500ms }", "retries.budget.window is 500ms"),
+        ("{ window: later }", "`later` is not a duration"),
+    ] {
+        let file = mapping(
+            &backend,
+            "res-bad-budget",
+            &format!("  timeout: 1s\n  retries:\n    attempts: 2\n    budget: {budget}"),
+        );
+        let diags = portico::config::load(&[file]).expect_err("refused");
+        let text = diags
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(text.contains(says), "{budget}: {text}");
+        assert!(text.contains("backend.retries.budget."), "{budget}: {text}");
+        assert!(
+            diags.iter().all(|d| d.line.is_some()),
+            "every diagnostic names its line: {text}"
+        );
+    }
 }
