@@ -302,7 +302,8 @@ pub fn tool_call(
 }
 
 /// Counts one backend request by backend status (`out`: the answer's status or the failure) and
-/// records how long it took (around `upstream::rest::send`). Not a future wrapper: an `async fn`
+/// records how long it took (around an attempt, from the resilience stack's `Measure` layer; see
+/// `upstream::resilience::stack`). Not a future wrapper: an `async fn`
 /// taking the send future would hold it twice (as its argument and as the awaited value),
 /// doubling every call's state.
 pub fn upstream(

@@ -1,7 +1,6 @@
-//! The backend call as a `tower` stack: the request it carries ([`BackendCall`]), the composition of the
-//! layers ([`Resilience::service`]) and the plain ones (limit and shedding, trace context, per-
-//! attempt measure, preparation and timeout). It must never send anything itself, nor box a
-//! future.
+//! The backend call as a `tower` stack: the composition of its layers ([`Resilience::service`])
+//! and the plain ones (limit and shedding, trace context, per-attempt measure, preparation and
+//! timeout). It must never send anything itself, nor box a future.
 //!
 //! Own layers rather than tower's or tower-http's where those do not fit:
 //! - `Limit` instead of `ConcurrencyLimit` + `LoadShed`: tower's limit is a tokio semaphore,
@@ -11,8 +10,8 @@
 //!   atomic and sheds at once, as `LoadShed` over a full limit would.
 //! - `Timeout` instead of `tower::timeout`: the deadline belongs to the call (its tool's
 //!   timeout), not to the backend, and a later attempt gets only what is left of it.
-//! - `Trace` instead of tower-http's `TraceLayer`, which serves `http::Request`s; a [`BackendCall`]
-//!   carries a `RestRequest` (method, URL, headers, body as the translation built them).
+//! - `Trace` instead of tower-http's `TraceLayer`, which serves `http::Request`s; a
+//!   [`BackendCall`] carries a `RestRequest` (method, URL, headers, body as translated).
 
 use super::breaker::{BreakerLayer, BreakerService};
 use super::call::{AttemptError, BackendCall, Observe};
