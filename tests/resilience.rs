@@ -2,7 +2,7 @@
 //! breaker opens, then closes after a good trial), one caller's slow argument (its tool's breaker
 //! opens on the failure ratio, the other tools keep working), a hanging backend (the timeout
 //! frees the slot), load shedding under a concurrency limit, and retries of safe or keyed calls
-//! only, within the backend's retry budget.
+//! only, within the backend's retry budget; a slow token endpoint delays calls, not fails them.
 
 mod common;
 
@@ -573,4 +573,64 @@ fn bad_retry_budgets_are_load_errors_with_lines() {
             "every diagnostic names its line: {text}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_token_endpoint_delays_calls_without_using_their_timeout() {
+    let backend = Backend::started().await;
+    // The backend's own token endpoint, answering after 700 ms: longer than the call's 300 ms.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let token_url = format!("http://{}/token", listener.local_addr().unwrap());
+    let fetched = Arc::new(AtomicUsize::new(0));
+    let count = fetched.clone();
+    let tokens = tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let count = count.clone();
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(move |_req| {
+                    let count = count.clone();
+                    async move {
+                        tokio::time::sleep(Duration::from_millis(700)).await;
+                        count.fetch_add(1, Ordering::SeqCst);
+                        let doc = json!({"access_token": "bt-1", "token_type": "Bearer", "expires_in": 3600});
+                        let mut r = hyper::Response::new(http_body_util::Full::new(
+                            bytes::Bytes::from(doc.to_string()),
+                        ));
+                        r.headers_mut()
+                            .insert("content-type", "application/json".parse().unwrap());
+                        Ok::<_, std::convert::Infallible>(r)
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    let file = mapping(
+        &backend,
+        "res-token",
+        &format!(
+            "  timeout: 300ms\n  breaker: {{ failures: 0 }}\n  oauth:\n    token_url: {token_url}\n    client_id: portico\n    client_secret: backend-secret-0123456789"
+        ),
+    );
+    let (g, url, _admin, c) = start(file).await;
+    // The token is fetched before the attempt's timeout starts: the first call waits for it,
+    // and is not failed by a timeout it did not spend on the backend.
+    let started = std::time::Instant::now();
+    let a = echo(&c, &url).await;
+    assert_eq!(a.sc()["path"], "/t/echo/items/x", "{}", a.text);
+    assert!(started.elapsed() >= Duration::from_millis(700));
+    assert_eq!(fetched.load(Ordering::SeqCst), 1);
+    assert_eq!(backend.hits(), 1);
+    // The cached token serves the next call.
+    let a = echo(&c, &url).await;
+    assert_eq!(a.sc()["path"], "/t/echo/items/x", "{}", a.text);
+    assert_eq!(fetched.load(Ordering::SeqCst), 1);
+    g.stop().await.unwrap();
+    tokens.abort();
+    backend.down().await;
 }
