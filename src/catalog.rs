@@ -8,6 +8,7 @@ use crate::config::Gateway;
 use crate::config::surface::{PromptBody, Resource};
 use crate::translate::content;
 use crate::translate::request::RestRequest;
+use crate::upstream::resilience::call::BackendCall;
 use crate::upstream::rest;
 use http::{HeaderMap, HeaderValue, Method};
 use serde_json::{Map, Value, json};
@@ -155,13 +156,8 @@ pub async fn read(g: &Gateway, uri: &str) -> Result<Vec<Value>, CatalogError> {
         body: None,
     };
     let autonym = res.business.binding.kind == crate::binding::Kind::Autonym;
-    let resp = match backend
-        .resilience
-        .call(&res.breaker, req, backend.timeout, false, |req, left| {
-            rest::send(backend, req, left)
-        })
-        .await
-    {
+    let call = BackendCall::new(req, &res.breaker, backend.timeout, false);
+    let resp = match rest::call(backend, call).await {
         Ok(r) => r,
         Err(f) if autonym => return Err(autonym_problem(&f)),
         Err(f) => {

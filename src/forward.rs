@@ -7,6 +7,7 @@ use crate::config::{Gateway, Tool};
 use crate::idempotency;
 use crate::model::{Call, Failure, FailureKind, Outcome};
 use crate::translate::{request, response, summary};
+use crate::upstream::resilience::call::BackendCall;
 use crate::upstream::rest;
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicU16, Ordering};
@@ -380,42 +381,31 @@ fn unknown_booking(tool: &Tool, call: &Call) -> Reply {
     translate_response(tool, call, resp)
 }
 
-/// The backend call through the backend's limit, breaker and retry policy; each attempt is
-/// timed and counted.
+/// The backend call through the backend's resilience stack (limit, retries, the tool's
+/// breaker, timeout); each attempt is timed and counted.
 async fn backend_call(
     tool: &Tool,
     req: request::RestRequest,
     keyed: bool,
 ) -> Result<response::RestResponse, Failure> {
-    let backend = &tool.business.backend;
-    backend
-        .resilience
-        .call(
-            &tool.breaker,
-            req,
-            tool.timeout,
-            keyed,
-            |req, left| async move {
-                let started = std::time::Instant::now();
-                let out = rest::send(backend, req, left).await;
-                let status = match &out {
-                    Ok(r) => Some(r.status),
-                    Err(f) => f.status,
-                };
-                crate::ops::metrics::upstream(
-                    &tool.metrics,
-                    names(tool),
-                    started.elapsed(),
-                    out.as_ref().map(|r| r.status),
-                );
-                if let Some(s) = status {
-                    // Outside `call_tool` (the facade's exchange) there is no page row to fill.
-                    let _ = BACKEND_STATUS.try_with(|c| c.store(s, Ordering::Relaxed));
-                }
-                out
-            },
-        )
-        .await
+    let observe = |out: &Result<response::RestResponse, Failure>, took: std::time::Duration| {
+        let status = match out {
+            Ok(r) => Some(r.status),
+            Err(f) => f.status,
+        };
+        crate::ops::metrics::upstream(
+            &tool.metrics,
+            names(tool),
+            took,
+            out.as_ref().map(|r| r.status),
+        );
+        if let Some(s) = status {
+            // Outside `call_tool` (the facade's exchange) there is no page row to fill.
+            let _ = BACKEND_STATUS.try_with(|c| c.store(s, Ordering::Relaxed));
+        }
+    };
+    let call = BackendCall::new(req, &tool.breaker, tool.timeout, keyed).observed(&observe);
+    rest::call(&tool.business.backend, call).await
 }
 
 /// The pure first half: validates the arguments against `inputSchema`, extracts the binding's

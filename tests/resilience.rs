@@ -2,7 +2,7 @@
 //! breaker opens, then closes after a good trial), one caller's slow argument (its tool's breaker
 //! opens on the failure ratio, the other tools keep working), a hanging backend (the timeout
 //! frees the slot), load shedding under a concurrency limit, and retries of safe or keyed calls
-//! only.
+//! only, within the backend's retry budget; a slow token endpoint delays calls, not fails them.
 
 mod common;
 
@@ -503,4 +503,134 @@ fn bad_resilience_settings_are_load_errors_with_lines() {
         diags.iter().all(|d| d.line.is_some()),
         "every diagnostic names its line: {text}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_retry_budget_stops_retries_once_spent() {
+    let backend = Backend::started().await;
+    backend.ctl.mode.store(FAIL, Ordering::SeqCst);
+    let business = "res-budget";
+    // Half a retry per retryable call and no minimum rate; nothing leaves the 60 s window
+    // during the test, so the budget is spent and refilled by the calls alone.
+    let file = mapping(
+        &backend,
+        business,
+        "  timeout: 10s\n  retries: { attempts: 3, backoff: 1ms, max_backoff: 2ms, budget: { ratio: 0.5, min_per_s: 0, window: 60s } }\n  breaker: { failures: 0 }",
+    );
+    let (g, url, admin, c) = start(file).await;
+    // Without a budget each call would be sent three times (18 requests in all). With it, a
+    // call gets one retry when two calls' deposits are in the budget, never a second one.
+    let mut sent = Vec::new();
+    for _ in 0..6 {
+        let before = backend.hits();
+        assert_unavailable(&echo(&c, &url).await, "backend overloaded");
+        sent.push(backend.hits() - before);
+    }
+    assert_eq!(
+        sent,
+        [1, 2, 1, 2, 1, 2],
+        "requests the backend received per call"
+    );
+    assert_eq!(backend.hits(), 9);
+    let m = metrics(&c, &admin).await;
+    let count = |name: &str| sample(&m, &format!("{name}{{business=\"{business}\"}}"));
+    assert_eq!(count("portico_upstream_retries_total"), Some(3.0), "{m}");
+    assert_eq!(
+        count("portico_upstream_retries_denied_total"),
+        Some(6.0),
+        "each call's last failure met a spent budget: {m}"
+    );
+    promtool_accepts(&m);
+    g.stop().await.unwrap();
+    backend.down().await;
+}
+
+#[test]
+fn bad_retry_budgets_are_load_errors_with_lines() {
+    let backend = Backend::reserved();
+    for (budget, says) in [
+        ("{ ratio: 2000 }", "retries.budget.ratio is 2000"),
+        ("{ ratio: -0.5 }", "retries.budget.ratio is -0.5"),
+        ("{ window: 2m }", "retries.budget.window is 120s"),
+        ("{ window: 500ms }", "retries.budget.window is 500ms"),
+        ("{ window: later }", "`later` is not a duration"),
+    ] {
+        let file = mapping(
+            &backend,
+            "res-bad-budget",
+            &format!("  timeout: 1s\n  retries:\n    attempts: 2\n    budget: {budget}"),
+        );
+        let diags = portico::config::load(&[file]).expect_err("refused");
+        let text = diags
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(text.contains(says), "{budget}: {text}");
+        assert!(text.contains("backend.retries.budget."), "{budget}: {text}");
+        assert!(
+            diags.iter().all(|d| d.line.is_some()),
+            "every diagnostic names its line: {text}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_token_endpoint_delays_calls_without_using_their_timeout() {
+    let backend = Backend::started().await;
+    // The backend's own token endpoint, answering after 700 ms: longer than the call's 300 ms.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let token_url = format!("http://{}/token", listener.local_addr().unwrap());
+    let fetched = Arc::new(AtomicUsize::new(0));
+    let count = fetched.clone();
+    let tokens = tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let count = count.clone();
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(move |_req| {
+                    let count = count.clone();
+                    async move {
+                        tokio::time::sleep(Duration::from_millis(700)).await;
+                        count.fetch_add(1, Ordering::SeqCst);
+                        let doc = json!({"access_token": "bt-1", "token_type": "Bearer", "expires_in": 3600});
+                        let mut r = hyper::Response::new(http_body_util::Full::new(
+                            bytes::Bytes::from(doc.to_string()),
+                        ));
+                        r.headers_mut()
+                            .insert("content-type", "application/json".parse().unwrap());
+                        Ok::<_, std::convert::Infallible>(r)
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    let file = mapping(
+        &backend,
+        "res-token",
+        &format!(
+            "  timeout: 300ms\n  breaker: {{ failures: 0 }}\n  oauth:\n    token_url: {token_url}\n    client_id: portico\n    client_secret: backend-secret-0123456789"
+        ),
+    );
+    let (g, url, _admin, c) = start(file).await;
+    // The token is fetched before the attempt's timeout starts: the first call waits for it,
+    // and is not failed by a timeout it did not spend on the backend.
+    let started = std::time::Instant::now();
+    let a = echo(&c, &url).await;
+    assert_eq!(a.sc()["path"], "/t/echo/items/x", "{}", a.text);
+    assert!(started.elapsed() >= Duration::from_millis(700));
+    assert_eq!(fetched.load(Ordering::SeqCst), 1);
+    assert_eq!(backend.hits(), 1);
+    // The cached token serves the next call.
+    let a = echo(&c, &url).await;
+    assert_eq!(a.sc()["path"], "/t/echo/items/x", "{}", a.text);
+    assert_eq!(fetched.load(Ordering::SeqCst), 1);
+    g.stop().await.unwrap();
+    tokens.abort();
+    backend.down().await;
 }

@@ -126,7 +126,7 @@ pub(super) fn compile_backend(
     }
     let forward_headers = compile_forward_headers(file, b, &at, diags);
     let resilience =
-        crate::upstream::resilience::compile(file, text, &spec.business, &base, b, diags);
+        crate::upstream::resilience::compile::compile(file, text, &spec.business, &base, b, diags);
     let (timeout, connect, resilience, forward_headers) =
         (timeout?, connect?, resilience?, forward_headers?);
     if !ok {

@@ -242,6 +242,27 @@ pub struct BackendRetrySpec {
     /// Longest delay between two attempts (default `2s`).
     #[serde(default)]
     pub max_backoff: Option<String>,
+    /// How many retries the backend's calls may make in all (default: `ratio: 0.2`,
+    /// `min_per_s: 10`, `window: 10s`).
+    #[serde(default)]
+    pub budget: Option<RetryBudgetSpec>,
+}
+
+/// `backend.retries.budget`: retries may be `ratio` of the retryable calls of the last
+/// `window`, plus `min_per_s` a second; a retry beyond that is not made.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetryBudgetSpec {
+    /// Retries allowed per retryable call within `window`, 0 to 1000 (default 0.2: one
+    /// retry per five calls).
+    #[serde(default)]
+    pub ratio: Option<f64>,
+    /// Retries a second allowed whatever the traffic (default 10).
+    #[serde(default)]
+    pub min_per_s: Option<u32>,
+    /// How long a call counts, `1s` to `60s` (default `10s`).
+    #[serde(default)]
+    pub window: Option<String>,
 }
 
 /// `backend.breaker`: when calls to a failing route (a tool, or a resource) of the backend are

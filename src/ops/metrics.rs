@@ -48,6 +48,8 @@ pub const STATE_EVENTS: &str = "portico_state_events_read_total";
 
 /// Backend retries by business (an attempt after a failed one).
 pub const UPSTREAM_RETRIES: &str = "portico_upstream_retries_total";
+/// Retries refused by the backend's retry budget, by business.
+pub const UPSTREAM_RETRIES_DENIED: &str = "portico_upstream_retries_denied_total";
 /// Requests that met a reused backend connection closed before any answer byte, by backend
 /// and outcome (`replayed` on a fresh connection, `outcome_unknown` when not replayable).
 pub const UPSTREAM_REUSED_LOST: &str = "portico_upstream_reused_connection_lost_total";
@@ -175,6 +177,10 @@ fn describe() {
         "backend retries by business (safe or keyed calls after a failed attempt)"
     );
     describe_counter!(
+        UPSTREAM_RETRIES_DENIED,
+        "backend retries refused by business because the backend's retry budget was spent"
+    );
+    describe_counter!(
         UPSTREAM_REUSED_LOST,
         "requests whose reused backend connection closed before any answer byte, by backend and outcome (replayed, outcome_unknown)"
     );
@@ -296,7 +302,8 @@ pub fn tool_call(
 }
 
 /// Counts one backend request by backend status (`out`: the answer's status or the failure) and
-/// records how long it took (around `upstream::rest::send`). Not a future wrapper: an `async fn`
+/// records how long it took (around an attempt, from the resilience stack's `Measure` layer; see
+/// `upstream::resilience::stack`). Not a future wrapper: an `async fn`
 /// taking the send future would hold it twice (as its argument and as the awaited value),
 /// doubling every call's state.
 pub fn upstream(
@@ -332,6 +339,11 @@ fn status_label(status: u16) -> String {
 /// Counts a retry of a backend call (rare: labels are built here).
 pub fn retried(business: &str) {
     counter!(UPSTREAM_RETRIES, "business" => business.to_owned()).increment(1);
+}
+
+/// Counts a retry the backend's retry budget refused (rare: labels are built here).
+pub fn retry_denied(business: &str) {
+    counter!(UPSTREAM_RETRIES_DENIED, "business" => business.to_owned()).increment(1);
 }
 
 /// Counts a request whose reused backend connection closed before answering (rare: labels are

@@ -4,8 +4,8 @@
 use bytes::Bytes;
 use http::{HeaderMap, Method};
 
-/// A request ready for the REST client.
-#[derive(Debug, Clone)]
+/// A request ready for the REST client (the default, a `GET` of no URL, is a placeholder).
+#[derive(Debug, Clone, Default)]
 pub struct RestRequest {
     pub method: Method,
     pub url: String,

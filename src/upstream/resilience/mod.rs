@@ -1,7 +1,21 @@
-//! Resilience around each backend call: the per-backend concurrency limit (load shedding), a
-//! circuit breaker per route (tool or resource) and retries with backoff and jitter. It must
-//! never retry a call that is neither safe nor keyed, and never lock or allocate on a call's
-//! path while nothing fails.
+//! Resilience around each backend call, as `tower` layers composed per backend: the concurrency
+//! limit (load shedding), retries (backoff, jitter, a budget), a breaker per route and the
+//! per-attempt timeout. It must never retry a call that is neither safe nor keyed, and never lock
+//! or allocate on a call's path while nothing fails (a retryable call's copy of its request and
+//! its deposit in the retry budget aside, see `retry`).
+//!
+//! The layers, outermost first (`stack`, [`Resilience::service`]): `Limit` (a slot of
+//! `max_concurrency`, else the call is shed at once; only when a limit is set), `Trace` (the
+//! caller's W3C `traceparent` on the request, when OTLP export is on), error flattening
+//! (`tower::util::MapErr`), `tower::retry::Retry` with the policy of `retry` and tower's
+//! `TpsBudget` (only when `attempts > 1`), `Breaker` (`breaker`: the route's breaker admits and
+//! judges each attempt), `Measure` (the caller's per-attempt metrics hook), `Prepare` (the
+//! backend's credential and signature, before the attempt's timeout starts), `Timeout` (each
+//! attempt within what is left of the call's deadline), then the sender: a
+//! `tower::Service<RestRequest>` (`upstream::rest::call`). The compiled parts (policy, shared
+//! state, budget) live here per backend, built when the configuration compiles (`compile`); a
+//! call wraps them around its sender by reference, which moves a few words and counts no
+//! reference. The request going through is a `call::BackendCall`.
 //!
 //! The breaker opens a route when, within a sliding window, at least `min_calls` calls were
 //! made and at least `failure_ratio` of them failed (as Envoy's outlier detection and
@@ -9,22 +23,24 @@
 //! its failures outweigh the route's other calls. A call records its verdict in one atomic
 //! bucket of the route's window (a compare-and-swap, no lock, no allocation).
 //!
-//! The state (calls in flight, each route's breaker) lives in a process-wide registry keyed by
-//! business and backend URL, so a hot reload keeps it: a reload must not close an open breaker
-//! or forget the calls in flight. The registry is only touched when a configuration compiles.
+//! The state (calls in flight, each route's breaker, the retry budget) lives in a process-wide
+//! registry keyed by business and backend URL, so a hot reload keeps it: a reload must not close
+//! an open breaker or forget the calls in flight. The registry is only touched when a
+//! configuration compiles.
 
-use crate::config::diag::{Diagnostic, locate_yaml};
-use crate::config::mapping::BackendSpec;
 use crate::model::{Failure, FailureKind};
-use crate::translate::rest::RestRequest;
 use crate::translate::rest::RestResponse;
 use std::collections::HashMap;
-use std::future::Future;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tower::retry::budget::TpsBudget;
 
+pub mod breaker;
+pub mod call;
+pub mod compile;
+pub mod retry;
+pub mod stack;
 mod window;
 use window::{BUCKETS, Window, now_ms};
 
@@ -38,7 +54,55 @@ pub const DEFAULT_MIN_CALLS: u32 = 20;
 pub const DEFAULT_WINDOW: Duration = Duration::from_secs(30);
 /// Default time the breaker stays open.
 pub const DEFAULT_OPEN_FOR: Duration = Duration::from_secs(30);
+/// Default retries per retryable call within the budget's window, beyond the minimum rate.
+pub const DEFAULT_BUDGET_RATIO: f64 = 0.2;
+/// Default retries per second the budget always allows.
+pub const DEFAULT_BUDGET_MIN_PER_S: u32 = 10;
+/// Default time a retryable call counts in the budget.
+pub const DEFAULT_BUDGET_WINDOW: Duration = Duration::from_secs(10);
 const MAX_ATTEMPTS: u32 = 10;
+
+/// The retry budget of one backend (`backend.retries.budget`), for tower's `TpsBudget`: retries
+/// may be `ratio` of the retryable calls of the last `window`, plus `min_per_s` a second.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BudgetPolicy {
+    /// Retries allowed per retryable call (0 to 1000; 0.2 = one retry per five calls).
+    pub ratio: f64,
+    /// Retries a second allowed whatever the traffic (fewer than 2^31).
+    pub min_per_s: u32,
+    /// How long a call counts (1 s to 60 s).
+    pub window: Duration,
+}
+
+impl Default for BudgetPolicy {
+    fn default() -> Self {
+        BudgetPolicy {
+            ratio: DEFAULT_BUDGET_RATIO,
+            min_per_s: DEFAULT_BUDGET_MIN_PER_S,
+            window: DEFAULT_BUDGET_WINDOW,
+        }
+    }
+}
+
+impl BudgetPolicy {
+    /// The budget, with each setting held within `TpsBudget`'s bounds (it panics outside them;
+    /// `compile` refuses such settings with a diagnostic before they get here).
+    fn build(&self) -> TpsBudget {
+        let ratio = if self.ratio.is_finite() {
+            self.ratio.clamp(0.0, 1000.0)
+        } else {
+            DEFAULT_BUDGET_RATIO
+        };
+        let window = self
+            .window
+            .clamp(Duration::from_secs(1), Duration::from_secs(60));
+        TpsBudget::new(
+            window,
+            self.min_per_s.min(i32::MAX as u32 - 1),
+            ratio as f32,
+        )
+    }
+}
 
 /// The compiled settings of one backend.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,6 +122,8 @@ pub struct Policy {
     pub open_for: Duration,
     /// Calls in flight allowed (0 = no limit).
     pub max_concurrency: usize,
+    /// How many retries the backend's calls may make in all.
+    pub budget: BudgetPolicy,
 }
 
 impl Default for Policy {
@@ -72,6 +138,7 @@ impl Default for Policy {
             window: DEFAULT_WINDOW,
             open_for: DEFAULT_OPEN_FOR,
             max_concurrency: DEFAULT_MAX_CONCURRENCY,
+            budget: BudgetPolicy::default(),
         }
     }
 }
@@ -137,6 +204,9 @@ struct State {
     /// Its routes' breakers by route name (touched when a configuration compiles, and when
     /// the state is reported).
     routes: Mutex<HashMap<String, Weak<Route>>>,
+    /// The retry budget and the settings it was made with (touched when a configuration
+    /// compiles).
+    budget: Mutex<Option<(BudgetPolicy, Arc<TpsBudget>)>>,
 }
 
 impl State {
@@ -145,7 +215,24 @@ impl State {
             business: business.to_string(),
             inflight: AtomicUsize::new(0),
             routes: Mutex::new(HashMap::new()),
+            budget: Mutex::new(None),
         }
+    }
+
+    /// The retry budget for `wanted`: the existing one while its settings stay the same (a
+    /// reload keeps what the retries spent), else a new one.
+    fn budget(&self, wanted: &BudgetPolicy) -> Arc<TpsBudget> {
+        let Ok(mut held) = self.budget.lock() else {
+            return Arc::new(wanted.build());
+        };
+        if let Some((p, b)) = held.as_ref()
+            && p == wanted
+        {
+            return b.clone();
+        }
+        let b = Arc::new(wanted.build());
+        *held = Some((*wanted, b.clone()));
+        b
     }
 }
 
@@ -172,6 +259,8 @@ fn shared_state(business: &str, base: &str) -> Arc<State> {
 pub struct Resilience {
     pub policy: Policy,
     state: Arc<State>,
+    /// Deposited into by each retryable call, withdrawn from by each retry.
+    budget: Arc<TpsBudget>,
 }
 
 /// A route's breaker (a tool's, or a resource's): made once per compile with
@@ -238,9 +327,11 @@ impl Drop for Permit<'_> {
 impl Resilience {
     /// A policy bound to the shared state of `business` at `base`.
     pub fn new(business: &str, base: &str, policy: Policy) -> Resilience {
+        let state = shared_state(business, base);
         Resilience {
+            budget: state.budget(&policy.budget),
             policy,
-            state: shared_state(business, base),
+            state,
         }
     }
 
@@ -510,70 +601,6 @@ impl Resilience {
         let spread = half.as_nanos().max(1) as u64;
         half + Duration::from_nanos(random % spread)
     }
-
-    /// Runs one backend call through the limit, `route`'s breaker and the retry policy.
-    /// `attempt` sends one request within the time it is given. `keyed` says the call carries
-    /// an idempotency key, which makes a non-safe method retryable.
-    pub async fn call<F, Fut>(
-        &self,
-        route: &Breaker,
-        req: RestRequest,
-        timeout: Duration,
-        keyed: bool,
-        mut attempt: F,
-    ) -> Result<RestResponse, Failure>
-    where
-        F: FnMut(RestRequest, Duration) -> Fut,
-        Fut: Future<Output = Result<RestResponse, Failure>>,
-    {
-        let _slot = self.take_slot()?;
-        let deadline = Instant::now() + timeout;
-        let retryable = self.policy.attempts > 1 && (req.method.is_safe() || keyed);
-        let mut req = req;
-        crate::ops::otel::inject(&mut req.headers);
-        let mut n = 1;
-        loop {
-            let permit = self.admit(&route.0)?;
-            let spare = (retryable && n < self.policy.attempts).then(|| req.clone());
-            let left = if n == 1 {
-                timeout
-            } else {
-                deadline.saturating_duration_since(Instant::now())
-            };
-            let mut out = attempt(req, left).await;
-            if n > 1
-                && let Err(f) = &mut out
-                && f.kind == FailureKind::Timeout
-            {
-                f.message = format!(
-                    "the backend did not answer within {} ms ({n} attempts)",
-                    timeout.as_millis()
-                );
-            }
-            let verdict = judge(&out);
-            self.judge(permit, verdict != Verdict::Failed);
-            let (Some(next), Verdict::Failed) = (spare, verdict) else {
-                return out;
-            };
-            if !retry_worthy(&out) {
-                return out;
-            }
-            let mut wait = self.delay(n);
-            if let Ok(resp) = &out
-                && let Some(asked) = retry_after(resp)
-            {
-                wait = wait.max(asked);
-            }
-            // Only when the wait leaves time for another attempt.
-            if Instant::now() + wait + Duration::from_millis(1) >= deadline {
-                return out;
-            }
-            crate::ops::metrics::retried(&self.state.business);
-            tokio::time::sleep(wait).await;
-            req = next;
-            n += 1;
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -585,6 +612,10 @@ enum Verdict {
 /// What the breaker counts as a failure: no connection, no answer in time, or a gateway-class
 /// status (502, 503, 504). Any other answer proves the backend is there.
 fn judge(out: &Result<RestResponse, Failure>) -> Verdict {
+    judge_ref(out.as_ref())
+}
+
+fn judge_ref(out: Result<&RestResponse, &Failure>) -> Verdict {
     match out {
         Ok(r) if matches!(r.status, 502..=504) => Verdict::Failed,
         Ok(_) => Verdict::Ok,
@@ -596,11 +627,16 @@ fn judge(out: &Result<RestResponse, Failure>) -> Verdict {
 }
 
 /// Failures worth another attempt: no connection, or 502/503/504 (a timeout used the budget).
-fn retry_worthy(out: &Result<RestResponse, Failure>) -> bool {
+fn worth_retrying(out: Result<&RestResponse, &Failure>) -> bool {
     match out {
         Ok(r) => matches!(r.status, 502..=504),
         Err(f) => f.kind == FailureKind::Unavailable,
     }
+}
+
+#[cfg(test)]
+fn retry_worthy(out: &Result<RestResponse, Failure>) -> bool {
+    worth_retrying(out.as_ref())
 }
 
 /// A `Retry-After` in seconds (the HTTP-date form is not used for retries).
@@ -617,134 +653,6 @@ pub fn retry_after(resp: &RestResponse) -> Option<Duration> {
 
 fn secs_up(d: Duration) -> u64 {
     d.as_millis().div_ceil(1000).max(1) as u64
-}
-
-/// Compiles `backend.retries`, `backend.breaker` and `backend.max_concurrency`.
-pub fn compile(
-    file: &Path,
-    text: &str,
-    business: &str,
-    base: &str,
-    spec: &BackendSpec,
-    diags: &mut Vec<Diagnostic>,
-) -> Option<Resilience> {
-    let mut policy = Policy::default();
-    let mut ok = true;
-    let mut duration = |path: &[&str], v: &Option<String>, into: &mut Duration| {
-        if let Some(s) = v {
-            match crate::util::duration::parse_duration(s) {
-                Some(d) => *into = d,
-                None => {
-                    ok = false;
-                    diags.push(
-                        Diagnostic::error(file, format!("`{s}` is not a duration"))
-                            .line(locate_yaml(text, path))
-                            .at(path.join("."))
-                            .hint("write e.g. `5s`, `250ms` or `1m`"),
-                    );
-                }
-            }
-        }
-    };
-    if let Some(r) = &spec.retries {
-        duration(
-            &["backend", "retries", "backoff"],
-            &r.backoff,
-            &mut policy.backoff,
-        );
-        duration(
-            &["backend", "retries", "max_backoff"],
-            &r.max_backoff,
-            &mut policy.max_backoff,
-        );
-    }
-    if let Some(b) = &spec.breaker {
-        duration(
-            &["backend", "breaker", "open_for"],
-            &b.open_for,
-            &mut policy.open_for,
-        );
-        duration(
-            &["backend", "breaker", "window"],
-            &b.window,
-            &mut policy.window,
-        );
-    }
-    if let Some(r) = &spec.retries {
-        if r.attempts == 0 || r.attempts > MAX_ATTEMPTS {
-            ok = false;
-            diags.push(
-                Diagnostic::error(
-                    file,
-                    format!(
-                        "retries.attempts is {}; it counts the first attempt too and must be 1 to {MAX_ATTEMPTS}",
-                        r.attempts
-                    ),
-                )
-                .line(locate_yaml(text, &["backend", "retries", "attempts"]))
-                .at("backend.retries.attempts")
-                .hint("`attempts: 3` sends a call at most three times"),
-            );
-        }
-        policy.attempts = r.attempts;
-        if policy.max_backoff < policy.backoff {
-            policy.max_backoff = policy.backoff;
-        }
-    }
-    if let Some(b) = &spec.breaker {
-        // `failures: N` alone: N failed calls and no success within the window.
-        if let Some(f) = b.failures {
-            policy.breaker = f > 0;
-            policy.min_calls = f;
-            policy.failure_ratio = 1.0;
-        }
-        if let Some(n) = b.min_calls {
-            policy.min_calls = n;
-        }
-        if let Some(r) = b.failure_ratio {
-            policy.failure_ratio = r;
-        }
-        let problem = if !(policy.failure_ratio > 0.0 && policy.failure_ratio <= 1.0) {
-            Some((
-                "failure_ratio",
-                format!(
-                    "breaker.failure_ratio is {}; it is the share of failed calls that opens the breaker, above 0 and at most 1",
-                    policy.failure_ratio
-                ),
-                "`failure_ratio: 0.5` opens it when half of the window's calls failed",
-            ))
-        } else if policy.breaker && policy.min_calls == 0 {
-            Some((
-                "min_calls",
-                "breaker.min_calls is 0; the ratio of no calls means nothing".to_string(),
-                "`min_calls: 20` judges the ratio once the window holds 20 calls",
-            ))
-        } else if policy.window < Duration::from_millis(BUCKETS as u64) {
-            Some((
-                "window",
-                format!(
-                    "breaker.window is {:?}; it must be at least 10ms",
-                    policy.window
-                ),
-                "write e.g. `30s`",
-            ))
-        } else {
-            None
-        };
-        if let Some((field, message, hint)) = problem {
-            ok = false;
-            diags.push(
-                Diagnostic::error(file, message)
-                    .line(locate_yaml(text, &["backend", "breaker", field]))
-                    .at(format!("backend.breaker.{field}"))
-                    .hint(hint),
-            );
-        }
-    }
-    if let Some(m) = spec.max_concurrency {
-        policy.max_concurrency = m as usize;
-    }
-    ok.then(|| Resilience::new(business, base, policy))
 }
 
 #[cfg(test)]
