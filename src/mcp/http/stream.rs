@@ -58,10 +58,14 @@ impl Server {
         let keep = self.core.gateway.load().reads_http_request;
         let creds = crate::auth::transport::HttpCredentials::from_request(&req, keep);
         let gate = self.stream_gate(&creds).await;
-        // The status changes of this session's owner's tasks (`notifications/tasks/status`).
+        // The status changes of this session's owner's tasks (`notifications/tasks/status`),
+        // for a session of a revision with tasks (2025-11-25).
         let owner =
             crate::auth::transport::scope(creds, async { crate::mcp::tasks::caller(false) });
-        let tasks = owner.await.map(crate::mcp::tasks::notify::for_owner);
+        let tasks = owner
+            .await
+            .filter(|_| session.version.as_str() >= "2025-11-25")
+            .map(crate::mcp::tasks::notify::for_owner);
         self.events_loaded().await;
         let events = self.webhooks.hub.listen(&sid, filter, last_event_id, gate);
         // The stream ends with its session: DELETE or expiry here, or its shared record gone
