@@ -1,4 +1,4 @@
-//! MCP tasks over long-running tools: task creation on `tools/call`, `tasks/get`, `tasks/update`, `tasks/cancel` (2026-07-28 extension `io.modelcontextprotocol/tasks`), `tasks/get`, `tasks/result`, `tasks/cancel`, `tasks/list` (2025-11-25), each scoped to the task's owner, and the poller.
+//! MCP tasks over long-running tools: task creation on `tools/call`, `tasks/get`, `tasks/update`, `tasks/cancel` (2026-07-28 extension `io.modelcontextprotocol/tasks`), `tasks/get`, `tasks/result`, `tasks/cancel`, `tasks/list` (2025-11-25), each scoped to the task's owner, the poller, and the status notifications of every stored change (`notify`).
 //! It never answers another owner's task otherwise than an unknown one, never calls a backend except through `forward` and `tasks::poll`, and never overwrites a finished task.
 
 use super::answer::Answer;
