@@ -362,3 +362,25 @@ async fn a_listen_stream_with_task_ids_gets_notifications_for_the_callers_own_ta
     assert!(leaked.is_none(), "another caller got {leaked:?}");
     demo.stop().await;
 }
+
+#[tokio::test]
+async fn with_secure_the_report_needs_the_demo_key() {
+    let demo = portico::demo::start_opts(0, false, true)
+        .await
+        .expect("demo starts");
+    let url = demo.mcp_url();
+    let refused = send(request(
+        &url,
+        "not-the-key",
+        "tools/call",
+        report_args(),
+        true,
+    ))
+    .await;
+    assert_eq!(refused.error_code(), Some(-32001), "{}", refused.text);
+    assert_eq!(refused.body["error"]["data"]["code"], "unauthorized");
+    let key = portico::demo::SECURE_API_KEY;
+    let ok = send(request(&url, key, "tools/call", report_args(), false)).await;
+    assert_eq!(ok.sc()["booked"], 0, "{}", ok.text);
+    demo.stop().await;
+}

@@ -146,6 +146,14 @@ const SECURE_POLICIES: &[(&str, &str)] = &[
     - { name: demo-agent, value: \"demo-agent-key-7f3c1a9e4b2d8065\" }
 ",
     ),
+    (
+        "mappings/demo-spa-reports.yaml",
+        "authorization:
+  accepted_mechanisms: [api_key]
+  api_keys:
+    - { name: demo-agent, value: \"demo-agent-key-7f3c1a9e4b2d8065\" }
+",
+    ),
 ];
 
 /// Adds the `--secure` policies to the demo mappings written in `dir`.
