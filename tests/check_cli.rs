@@ -42,8 +42,8 @@ fn the_shipped_configuration_checks_clean() {
         &root.join("openrpc/ucp-ask.openrpc.json"),
     ]);
     assert_eq!(code, 0, "{text}");
-    // 7 business mappings and the 2 facade mappings (reverse path), whose routes are no tools.
-    assert!(text.starts_with("ok: 9 file(s), 59 tool(s)"), "{text}");
+    // 8 business mappings and the 2 facade mappings (reverse path), whose routes are no tools.
+    assert!(text.starts_with("ok: 10 file(s), 60 tool(s)"), "{text}");
 }
 
 #[test]

@@ -65,7 +65,7 @@ async fn modern_discover_and_list_carry_required_fields() {
 
     let a = send(modern(&c, &url, 2, "tools/list", json!({}))).await;
     let tools = a.result()["tools"].as_array().unwrap();
-    assert_eq!(tools.len(), 13);
+    assert_eq!(tools.len(), 14);
     for t in tools {
         assert!(
             t["description"].as_str().is_some_and(|s| !s.is_empty()),
@@ -309,7 +309,7 @@ async fn legacy_sessions_lifecycle() {
         json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}),
     ))
     .await;
-    assert_eq!(a.result()["tools"].as_array().unwrap().len(), 13);
+    assert_eq!(a.result()["tools"].as_array().unwrap().len(), 14);
     assert!(
         a.result().get("resultType").is_none(),
         "no 2026 fields in the 2025 era"

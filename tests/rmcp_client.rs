@@ -18,8 +18,9 @@ use std::collections::BTreeSet;
 
 type Client = RunningService<RoleClient, ClientConfig>;
 
-/// Every tool the demo serves: 7 USP (Seaside Spa), 5 UCP lodging and 1 UCP ask (Harbour Hotel).
-const DEMO_TOOLS: [&str; 13] = [
+/// Every tool the demo serves: 7 USP (Seaside Spa), 5 UCP lodging and 1 UCP ask (Harbour Hotel),
+/// and the spa's long-running bookings report (plain binding).
+const DEMO_TOOLS: [&str; 14] = [
     "usp_services_list",
     "usp_services_get",
     "usp_availability_query",
@@ -33,6 +34,7 @@ const DEMO_TOOLS: [&str; 13] = [
     "complete_booking_session",
     "cancel_booking_session",
     "ask_business",
+    "export_bookings_report",
 ];
 
 const PROFILE: &str = "https://agent.example/profiles/scheduling-agent.json";
@@ -128,7 +130,7 @@ fn assert_server_identity(client: &Client, expected_version: &ProtocolVersion) {
 async fn assert_tool_list(client: &Client) {
     let tools = client.list_all_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(tools.len(), 13, "tools: {names:?}");
+    assert_eq!(tools.len(), 14, "tools: {names:?}");
     let got: BTreeSet<&str> = names.iter().copied().collect();
     let want: BTreeSet<&str> = DEMO_TOOLS.into_iter().collect();
     assert_eq!(got, want);

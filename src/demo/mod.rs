@@ -30,6 +30,10 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../mappings/demo-concierge.yaml"),
     ),
     (
+        "mappings/demo-spa-reports.yaml",
+        include_str!("../../mappings/demo-spa-reports.yaml"),
+    ),
+    (
         "mappings/demo-spa-facade.yaml",
         include_str!("../../mappings/demo-spa-facade.yaml"),
     ),
@@ -48,6 +52,10 @@ pub const FILES: &[(&str, &str)] = &[
     (
         "openrpc/ucp-ask.openrpc.json",
         include_str!("../../openrpc/ucp-ask.openrpc.json"),
+    ),
+    (
+        "openrpc/demo-spa-reports.openrpc.json",
+        include_str!("../../openrpc/demo-spa-reports.openrpc.json"),
     ),
 ];
 
@@ -132,6 +140,14 @@ const SECURE_POLICIES: &[(&str, &str)] = &[
     ),
     (
         "mappings/demo-hotel.yaml",
+        "authorization:
+  accepted_mechanisms: [api_key]
+  api_keys:
+    - { name: demo-agent, value: \"demo-agent-key-7f3c1a9e4b2d8065\" }
+",
+    ),
+    (
+        "mappings/demo-spa-reports.yaml",
         "authorization:
   accepted_mechanisms: [api_key]
   api_keys:

@@ -1,4 +1,4 @@
-//! MCP tasks over long-running tools: task creation on `tools/call`, `tasks/get`, `tasks/update`, `tasks/cancel` (2026-07-28 extension `io.modelcontextprotocol/tasks`), `tasks/get`, `tasks/result`, `tasks/cancel`, `tasks/list` (2025-11-25), each scoped to the task's owner, and the poller.
+//! MCP tasks over long-running tools: task creation on `tools/call`, `tasks/get`, `tasks/update`, `tasks/cancel` (2026-07-28 extension `io.modelcontextprotocol/tasks`), `tasks/get`, `tasks/result`, `tasks/cancel`, `tasks/list` (2025-11-25), each scoped to the task's owner, the poller, and the status notifications of every stored change (`notify`).
 //! It never answers another owner's task otherwise than an unknown one, never calls a backend except through `forward` and `tasks::poll`, and never overwrites a finished task.
 
 use super::answer::Answer;
@@ -14,6 +14,10 @@ use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
 mod list;
+pub mod notify;
+mod wire;
+
+use wire::{created, detailed, task_fields};
 
 /// Tasks per `tasks/list` page.
 const LIST_PAGE: usize = 50;
@@ -76,76 +80,6 @@ pub fn declares_extension(params: Option<&Value>) -> bool {
         .and_then(|c| c.get("extensions"))
         .and_then(|e| e.get(EXTENSION))
         .is_some()
-}
-
-fn rfc3339(ms: u64) -> String {
-    let secs = (ms / 1000) as i64;
-    format!(
-        "{}.{:03}Z",
-        crate::clock::rfc3339(secs).trim_end_matches('Z'),
-        ms % 1000
-    )
-}
-
-/// The task's shared fields, in the era's names.
-fn task_fields(rec: &TaskRecord, modern: bool) -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert("taskId".into(), json!(rec.id));
-    m.insert("status".into(), json!(rec.state.as_str()));
-    if let Some(msg) = &rec.message {
-        m.insert("statusMessage".into(), json!(msg));
-    }
-    m.insert("createdAt".into(), json!(rfc3339(rec.created_ms)));
-    m.insert("lastUpdatedAt".into(), json!(rfc3339(rec.updated_ms)));
-    let (ttl, poll) = if modern {
-        ("ttlMs", "pollIntervalMs")
-    } else {
-        ("ttl", "pollInterval")
-    };
-    m.insert(ttl.into(), json!(rec.ttl_ms));
-    m.insert(poll.into(), json!(rec.poll_ms));
-    m
-}
-
-/// `CreateTaskResult`: flat with `resultType: "task"` (2026-07-28), `{task}` (2025-11-25).
-fn created(rec: &TaskRecord, modern: bool) -> Answer {
-    if modern {
-        let mut m = task_fields(rec, true);
-        m.insert("resultType".into(), json!("task"));
-        Answer::Result(Value::Object(m))
-    } else {
-        Answer::Result(json!({ "task": Value::Object(task_fields(rec, false)) }))
-    }
-}
-
-/// The `DetailedTask` of 2026-07-28 `tasks/get`: result, error or open questions inlined.
-fn detailed(rec: &TaskRecord) -> Value {
-    let mut m = task_fields(rec, true);
-    match rec.state {
-        TaskState::Completed => {
-            if let Some(r) = &rec.result {
-                m.insert("result".into(), r.clone());
-            }
-        }
-        TaskState::Failed => {
-            if let Some(e) = &rec.error {
-                m.insert("error".into(), e.clone());
-            }
-        }
-        TaskState::InputRequired => {
-            if let Some(w) = &rec.waiting {
-                let open: Map<String, Value> = w
-                    .requests
-                    .iter()
-                    .filter(|(k, _)| !w.answers.contains_key(*k))
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect();
-                m.insert("inputRequests".into(), Value::Object(open));
-            }
-        }
-        _ => {}
-    }
-    Value::Object(m)
 }
 
 /// Who is asking, as a task owner: a digest (never the credential itself) of the request's
@@ -305,6 +239,16 @@ async fn stored(rec: &TaskRecord) -> Result<(), tasks::TaskStoreError> {
     tasks::index(rec).await
 }
 
+/// Stores `rec` (as [`tasks::put`]) and, when it was written and its status is not `was`
+/// (`None`: changed in any case), tells the streams that listen for it.
+async fn save(rec: &TaskRecord, was: Option<TaskState>) -> Result<bool, tasks::TaskStoreError> {
+    let written = tasks::put(rec).await?;
+    if written && was != Some(rec.state) {
+        notify::changed(rec);
+    }
+    Ok(written)
+}
+
 fn waiting_from(r: &Value, caps: Value) -> Waiting {
     Waiting {
         requests: r
@@ -340,9 +284,10 @@ fn synthetic(
 
 fn spawn_start(gateway: Arc<Gateway>, mut rec: TaskRecord) {
     tokio::spawn(async move {
+        let was = rec.state;
         start(&gateway, &mut rec).await;
         let polling = rec.job.is_some();
-        if tasks::put(&rec).await.is_ok() && polling {
+        if save(&rec, Some(was)).await.is_ok() && polling {
             drive(&gateway, &rec.id).await;
         }
     });
@@ -378,6 +323,7 @@ async fn step(gateway: &Gateway, id: &str) -> Option<TaskRecord> {
     if rec.state.is_terminal() {
         return Some(rec);
     }
+    let was = Some(rec.state);
     let Some(mut job) = rec.job.clone() else {
         return Some(rec);
     };
@@ -389,7 +335,7 @@ async fn step(gateway: &Gateway, id: &str) -> Option<TaskRecord> {
     let Some(lr) = tool.long_running.clone() else {
         let gone = crate::forward::unknown_tool(&rec.tool);
         settle(&mut rec, Reply::Error(gone));
-        let _ = tasks::put(&rec).await;
+        let _ = save(&rec, was).await;
         return Some(rec);
     };
     if now > job.deadline_ms {
@@ -398,7 +344,7 @@ async fn step(gateway: &Gateway, id: &str) -> Option<TaskRecord> {
         rec.job = None;
         rec.updated_ms = now;
         // Only the writer that ended the task sends the cancel call (once per task).
-        if let Ok(true) = tasks::put(&rec).await {
+        if let Ok(true) = save(&rec, was).await {
             let _ = poll::cancel(&tool, &lr, &job).await;
         }
         return Some(rec);
@@ -407,7 +353,7 @@ async fn step(gateway: &Gateway, id: &str) -> Option<TaskRecord> {
         Ok(c) => c,
         Err(reply) => {
             settle(&mut rec, reply);
-            let _ = tasks::put(&rec).await;
+            let _ = save(&rec, was).await;
             return Some(rec);
         }
     };
@@ -432,7 +378,7 @@ async fn step(gateway: &Gateway, id: &str) -> Option<TaskRecord> {
     }
     rec.updated_ms = tasks::now_ms();
     // A terminal state written meanwhile (a cancel) wins: read what is stored.
-    match tasks::put(&rec).await {
+    match save(&rec, was).await {
         Ok(true) => Some(rec),
         _ => tasks::get(id).await.ok().flatten(),
     }
@@ -557,11 +503,12 @@ async fn cancel(gateway: &Gateway, mut rec: TaskRecord, modern: bool) -> Answer 
     {
         tracing::warn!(task = %rec.id, error = %f.message, "cancel call failed");
     }
+    let was = Some(rec.state);
     rec.state = TaskState::Cancelled;
     rec.job = None;
     rec.waiting = None;
     rec.updated_ms = tasks::now_ms();
-    if let Err(e) = tasks::put(&rec).await {
+    if let Err(e) = save(&rec, was).await {
         return store_err(e);
     }
     if modern {
@@ -611,24 +558,25 @@ async fn update(gateway: &Arc<Gateway>, mut rec: TaskRecord, params: Option<&Val
         Gathered::Ready(a) => {
             rec.args = a.unwrap_or_else(|| json!({}));
             rec.state = TaskState::Working;
-            if let Err(e) = tasks::put(&rec).await {
+            if let Err(e) = save(&rec, Some(TaskState::InputRequired)).await {
                 return store_err(e);
             }
             spawn_start(gateway.clone(), rec);
         }
         Gathered::Done(Answer::Result(r)) if r.get("inputRequests").is_some() => {
+            // A new round of questions: still `input_required`, with other `inputRequests`.
             rec.waiting = Some(waiting_from(&r, w.caps));
-            if let Err(e) = tasks::put(&rec).await {
+            if let Err(e) = save(&rec, None).await {
                 return store_err(e);
             }
         }
         Gathered::Done(Answer::Result(r)) => {
             settle(&mut rec, Reply::Result(r));
-            let _ = tasks::put(&rec).await;
+            let _ = save(&rec, Some(TaskState::InputRequired)).await;
         }
         Gathered::Done(Answer::Written(wr)) => {
             settle(&mut rec, Reply::Written(wr));
-            let _ = tasks::put(&rec).await;
+            let _ = save(&rec, Some(TaskState::InputRequired)).await;
         }
         Gathered::Done(Answer::Error {
             code,
@@ -645,7 +593,7 @@ async fn update(gateway: &Arc<Gateway>, mut rec: TaskRecord, params: Option<&Val
                     http_status,
                 }),
             );
-            let _ = tasks::put(&rec).await;
+            let _ = save(&rec, Some(TaskState::InputRequired)).await;
         }
     }
     Answer::Result(json!({}))
@@ -761,4 +709,61 @@ pub async fn handle_spawned(
             async move { handle(&gateway, modern, &method, params.as_ref(), owner).await },
         );
     joined(run.await)
+}
+
+/// Most task ids one `subscriptions/listen` may name.
+const LISTEN_MAX: usize = 100;
+
+/// A `subscriptions/listen` stream's task notifications: the ids agreed to and their frames.
+pub type Listened = (
+    Vec<String>,
+    std::pin::Pin<Box<dyn futures_util::Stream<Item = bytes::Bytes> + Send + Sync>>,
+);
+
+/// The tasks part of a 2026-07-28 `subscriptions/listen` (request `id`): `None` when its
+/// `notifications` filter names no `taskIds`. A request naming them must declare the tasks
+/// extension (-32021 otherwise). Of the ids named, those of the caller's own live tasks are
+/// agreed to; any other (unknown, expired, another owner's) is left out of the
+/// acknowledgement exactly alike.
+pub async fn listen(params: Option<&Value>, id: &Value) -> Result<Option<Listened>, Answer> {
+    let Some(named) = params
+        .and_then(|p| p.get("notifications"))
+        .and_then(|n| n.get("taskIds"))
+    else {
+        return Ok(None);
+    };
+    let ids: Vec<&str> = match named.as_array() {
+        Some(list) if list.len() <= LISTEN_MAX => list.iter().filter_map(Value::as_str).collect(),
+        _ => {
+            return Err(err(
+                INVALID_PARAMS,
+                format!(
+                    "`notifications.taskIds` must be an array of at most {LISTEN_MAX} task ids"
+                ),
+            ));
+        }
+    };
+    if ids.len() != named.as_array().map_or(0, Vec::len) {
+        return Err(err(
+            INVALID_PARAMS,
+            "`notifications.taskIds` holds a non-string",
+        ));
+    }
+    if !declares_extension(params) {
+        return Err(missing_extension("`subscriptions/listen` with `taskIds`"));
+    }
+    let owner = caller(true);
+    let mut agreed: Vec<String> = Vec::new();
+    for t in ids {
+        match tasks::get(t).await {
+            Ok(Some(r)) if r.owner == owner && !agreed.iter().any(|a| a == t) => {
+                agreed.push(t.to_string())
+            }
+            Ok(_) => {}
+            Err(e) => return Err(store_err(e)),
+        }
+    }
+    let meta = json!({ "io.modelcontextprotocol/subscriptionId": id });
+    let frames = notify::for_tasks(agreed.clone(), meta).await;
+    Ok(Some((agreed, Box::pin(frames))))
 }

@@ -114,7 +114,9 @@ pub fn schedule(lr: &LongRunning, job: &mut Job, retry_after: Option<Duration>) 
 }
 
 async fn send(tool: &Tool, method: Method, url: String) -> Result<RestResponse, Failure> {
+    // The backend's static headers (an API key) go on status reads and cancels too.
     let mut headers = HeaderMap::new();
+    headers.extend(tool.business.backend.headers.iter().cloned());
     headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
     let req = RestRequest {
         method,

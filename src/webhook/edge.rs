@@ -164,17 +164,27 @@ pub async fn owned_resources(
     out
 }
 
+/// Frames another part of portico adds to a `subscriptions/listen` stream, and the filter entry
+/// (key, honoured value) its acknowledgement reports for them.
+pub type Also = (
+    &'static str,
+    Value,
+    std::pin::Pin<Box<dyn futures_util::Stream<Item = bytes::Bytes> + Send + Sync>>,
+);
+
 /// Opens a 2026-07-28 `subscriptions/listen` stream for request `id`: the acknowledgement
 /// frame (the honoured subset of the filter) followed by the hub's frames, each passed by
-/// `gate` (the caller's `auth::access` audience). Portico honours `resourceSubscriptions` for
-/// booking resources the caller may read and the `dev.portico/webhooks` extension; it sends no
-/// list-changed notifications, so those filter keys are left out of the ack.
+/// `gate` (the caller's `auth::access` audience), and those of `also` (task notifications,
+/// vetted by their maker). Portico honours `resourceSubscriptions` for booking resources the
+/// caller may read and the `dev.portico/webhooks` extension; it sends no list-changed
+/// notifications, so those filter keys are left out of the ack.
 pub async fn listen(
     ingress: &Ingress,
     gateway: &Gateway,
     id: &Value,
     params: Option<&Value>,
     gate: Option<std::sync::Arc<dyn super::hub::Gate>>,
+    also: Option<Also>,
 ) -> Result<impl futures_util::Stream<Item = bytes::Bytes> + Send + Sync + 'static, Answer> {
     use futures_util::StreamExt;
     let invalid = |m: &str| Answer::Error {
@@ -236,9 +246,17 @@ pub async fn listen(
     {
         honored.insert(LISTEN_WEBHOOKS.into(), v.clone());
     }
+    let extra = match also {
+        Some((key, value, frames)) => {
+            honored.insert(key.into(), value);
+            frames
+        }
+        None => Box::pin(futures_util::stream::empty()),
+    };
     let ack = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
                      "params": {"notifications": honored, "_meta": meta}});
     let ack = bytes::Bytes::from(format!("event: message\ndata: {ack}\n\n"));
     let events = ingress.hub.listen_modern(meta, uris, webhooks, gate);
-    Ok(futures_util::stream::once(async move { ack }).chain(events))
+    Ok(futures_util::stream::once(async move { ack })
+        .chain(futures_util::stream::select(events, extra)))
 }

@@ -36,7 +36,7 @@ if (mode === 'sdk1') {
 
 const { tools } = await client.listTools();
 const names = tools.map((t) => t.name);
-check(names.length === 13, `13 demo tools listed (got ${names.length}: ${names.join(', ')})`);
+check(names.length === 14, `14 demo tools listed (got ${names.length}: ${names.join(', ')})`);
 check(names.includes('usp_services_list'), 'usp_services_list is listed');
 
 const result = await client.callTool({ name: 'usp_services_list', arguments: {} });

@@ -31,7 +31,7 @@ def test_the_training_workload_exercises_every_demo_flow(mcp_url: str) -> None:
     line = next(l for l in run.stderr.splitlines() if l.startswith("pgo-train: {"))
     done = json.loads(line.removeprefix("pgo-train: "))
     # 28 rounds in each of the two eras: every tool succeeded in every round, nothing failed.
-    assert done["tools"] == 13, done
+    assert done["tools"] == 14, done
     assert done["errors"] == 0, done
     assert set(done["succeeded"].values()) == {56}, done
     assert done["load"] > 0, done

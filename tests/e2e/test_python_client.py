@@ -52,6 +52,7 @@ EXPECTED_TOOLS = {
     "complete_booking_session",
     "cancel_booking_session",
     "ask_business",
+    "export_bookings_report",
 }
 
 SPA_SERVICES = {

@@ -135,7 +135,17 @@ pub(super) async fn handle_inner(
         }
         reply
     };
-    json_response(status, &value)
+    let mut resp = json_response(status, &value);
+    // An accepted long-running operation (a bookings report): where to poll it.
+    if status == StatusCode::ACCEPTED
+        && let Some(url) = value
+            .pointer("/report/links/status")
+            .and_then(Value::as_str)
+        && let Ok(v) = HeaderValue::from_str(url)
+    {
+        resp.headers_mut().insert(header::LOCATION, v);
+    }
+    resp
 }
 
 pub(super) fn too_big() -> Response<Full<Bytes>> {
@@ -192,6 +202,9 @@ pub(super) fn dispatch(
         RouteId::GetAppointment => state.get_appointment(param),
         RouteId::CancelAppointment => state.cancel_appointment(param, body),
         RouteId::MoveAppointment => state.move_appointment(param, body),
+        RouteId::CreateReport => state.create_report(body),
+        RouteId::GetReport => state.read_report(param),
+        RouteId::CancelReport => state.cancel_report(param),
         RouteId::CreateQuote => state.create_quote(body),
         RouteId::GetQuote => state.get_quote(param),
         RouteId::PutQuote => state.put_quote(param, body),

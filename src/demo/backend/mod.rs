@@ -5,6 +5,7 @@ mod answer;
 mod calendar;
 mod handler;
 mod hotel;
+mod reports;
 mod routes;
 mod spa;
 mod state;

@@ -13,6 +13,9 @@ pub(super) enum RouteId {
     GetAppointment,
     CancelAppointment,
     MoveAppointment,
+    CreateReport,
+    GetReport,
+    CancelReport,
     CreateQuote,
     GetQuote,
     PutQuote,
@@ -49,7 +52,7 @@ pub(super) const fn route(
     }
 }
 
-pub(super) const ROUTE_COUNT: usize = 15;
+pub(super) const ROUTE_COUNT: usize = 18;
 
 pub(super) static ROUTES: [RouteDef; ROUTE_COUNT] = [
     route(
@@ -98,6 +101,27 @@ pub(super) static ROUTES: [RouteDef; ROUTE_COUNT] = [
         RouteId::MoveAppointment,
         Method::POST,
         "/spa/v1/appointments/{number}/move",
+        true,
+        true,
+    ),
+    route(
+        RouteId::CreateReport,
+        Method::POST,
+        "/spa/v1/reports",
+        true,
+        true,
+    ),
+    route(
+        RouteId::GetReport,
+        Method::GET,
+        "/spa/v1/reports/{rid}",
+        true,
+        true,
+    ),
+    route(
+        RouteId::CancelReport,
+        Method::DELETE,
+        "/spa/v1/reports/{rid}",
         true,
         true,
     ),

@@ -355,8 +355,22 @@ impl Server {
             let gateway = self.core.gateway.load_full();
             let creds = crate::auth::transport::current().unwrap_or_default();
             let gate = self.stream_gate(&creds).await;
-            let listened =
-                crate::webhook::edge::listen(&self.webhooks, &gateway, &id, params.as_ref(), gate);
+            // Task status notifications for the caller's own tasks it names (`taskIds`).
+            let also = match crate::mcp::tasks::listen(params.as_ref(), &id).await {
+                // None agreed to: the acknowledgement leaves `taskIds` out.
+                Ok(t) => t
+                    .filter(|(ids, _)| !ids.is_empty())
+                    .map(|(ids, frames)| ("taskIds", json!(ids), frames)),
+                Err(answer) => return self.reply(&id, answer, json_ok, sse_ok, None),
+            };
+            let listened = crate::webhook::edge::listen(
+                &self.webhooks,
+                &gateway,
+                &id,
+                params.as_ref(),
+                gate,
+                also,
+            );
             return match listened.await {
                 Ok(frames) if sse_ok => self.stream_response(frames),
                 Ok(_) => rpc_error(

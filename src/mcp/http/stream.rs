@@ -58,6 +58,14 @@ impl Server {
         let keep = self.core.gateway.load().reads_http_request;
         let creds = crate::auth::transport::HttpCredentials::from_request(&req, keep);
         let gate = self.stream_gate(&creds).await;
+        // The status changes of this session's owner's tasks (`notifications/tasks/status`),
+        // for a session of a revision with tasks (2025-11-25).
+        let owner =
+            crate::auth::transport::scope(creds, async { crate::mcp::tasks::caller(false) });
+        let tasks = owner
+            .await
+            .filter(|_| session.version.as_str() >= "2025-11-25")
+            .map(crate::mcp::tasks::notify::for_owner);
         self.events_loaded().await;
         let events = self.webhooks.hub.listen(&sid, filter, last_event_id, gate);
         // The stream ends with its session: DELETE or expiry here, or its shared record gone
@@ -69,9 +77,9 @@ impl Server {
             self.opts.keep_alive,
             idle,
         )));
-        self.stream_response(
-            futures_util::stream::select(tokio_stream_receiver(rx), events).take_until(ended),
-        )
+        let tasks = futures_util::stream::iter(tasks).flatten();
+        let frames = futures_util::stream::select(tokio_stream_receiver(rx), events);
+        self.stream_response(futures_util::stream::select(frames, tasks).take_until(ended))
     }
 
     /// The delivery gate of a stream opened with `creds` (`None`: no business has a policy).

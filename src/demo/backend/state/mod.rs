@@ -7,10 +7,12 @@ use serde_json::{Map, json};
 
 use super::answer::{Reply, ok};
 use super::hotel::Quote;
+use super::reports::Report;
 use super::routes::{ROUTE_COUNT, ROUTES};
 use super::spa::{Appointment, SEASON_FIRST, Slot};
 mod appointments;
 mod quotes;
+mod reports;
 
 pub(super) struct State {
     /// Openings that are not free.
@@ -20,6 +22,9 @@ pub(super) struct State {
     pub(super) quotes: Vec<Quote>,
     pub(super) next_quote: u64,
     pub(super) next_thread: u64,
+    /// The spa's bookings reports (long-running: `reports`).
+    pub(super) reports: Vec<Report>,
+    pub(super) next_report: u64,
     /// Logical clock (minutes after the demo epoch), advanced by every appointment change.
     pub(super) clock: u64,
     /// Calls per entry of [`ROUTES`].
@@ -41,6 +46,8 @@ impl State {
             quotes: Vec::new(),
             next_quote: 5001,
             next_thread: 1,
+            reports: Vec::new(),
+            next_report: 3001,
             clock: 0,
             calls: [0; ROUTE_COUNT],
         }

@@ -332,7 +332,7 @@ async fn stats_and_reset() {
     let d = start().await;
     let (_, v) = d.get("/__demo/stats").await;
     assert_eq!(v["total"], 0);
-    assert_eq!(v["calls"].as_object().unwrap().len(), 13);
+    assert_eq!(v["calls"].as_object().unwrap().len(), 16);
     assert_eq!(v["calls"]["GET /spa/v1/treatments"], 0);
 
     d.get("/spa/v1/treatments").await;

@@ -199,3 +199,63 @@ async fn appointment_lifecycle() {
     let (_, v) = d.get("/spa/v1/appointments/A-1001").await;
     assert_eq!(v["appointment"]["status"], "CANCELLED");
 }
+
+#[tokio::test]
+async fn a_bookings_report_is_accepted_then_ready_after_two_reads_or_cancelled() {
+    let d = start().await;
+    let (s, _) = d
+        .post(
+            "/spa/v1/appointments",
+            booking("MASSAGE-60", "MASSAGE-60@2026-12-03T09:00"),
+        )
+        .await;
+    assert_eq!(s, 201);
+    let range = json!({"from": "2026-12-01", "to": "2026-12-31"});
+    let (s, v) = d.post("/spa/v1/reports", range.clone()).await;
+    assert_eq!(s, 202, "{v}");
+    assert_eq!(v["report"]["state"], "QUEUED");
+    assert_eq!(v["report"]["links"]["status"], "/spa/v1/reports/R-3001");
+    let (_, v) = d.get("/spa/v1/reports/R-3001").await;
+    assert_eq!(v["report"]["state"], "RUNNING", "{v}");
+    let (_, v) = d.get("/spa/v1/reports/R-3001").await;
+    assert_eq!(v["report"]["state"], "READY", "{v}");
+    let out = &v["report"]["output"];
+    assert_eq!(
+        (out["booked"].as_u64(), out["cancelled"].as_u64()),
+        (Some(1), Some(0))
+    );
+    assert_eq!(out["revenue"], json!({"amount_cents": 9000, "ccy": "EUR"}));
+    assert_eq!(out["lines"][0]["number"], "A-1001");
+    let (s, v) = d
+        .call(
+            Method::DELETE,
+            "/spa/v1/reports/R-3001",
+            Some(API_KEY),
+            None,
+        )
+        .await;
+    assert_eq!((s, v["error"].as_str()), (409, Some("ALREADY_READY")));
+    // A second report, cancelled before it is ready, stays cancelled.
+    let (_, _) = d.post("/spa/v1/reports", range).await;
+    let (s, v) = d
+        .call(
+            Method::DELETE,
+            "/spa/v1/reports/R-3002",
+            Some(API_KEY),
+            None,
+        )
+        .await;
+    assert_eq!((s, v["report"]["state"].as_str()), (200, Some("CANCELLED")));
+    let (_, v) = d.get("/spa/v1/reports/R-3002").await;
+    assert_eq!(v["report"]["state"], "CANCELLED");
+    // Bad ranges are the legacy validation answer; unknown reports are 404.
+    let (s, v) = d
+        .post(
+            "/spa/v1/reports",
+            json!({"from": "2026-12-31", "to": "2026-12-01"}),
+        )
+        .await;
+    assert_eq!((s, v["errors"][0]["field"].as_str()), (200, Some("to")));
+    let (s, _) = d.get("/spa/v1/reports/R-9999").await;
+    assert_eq!(s, 404);
+}
