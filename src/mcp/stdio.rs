@@ -328,7 +328,7 @@ mod tests {
         assert_eq!(out.len(), 5, "{out:?}");
         assert_eq!(out[0]["error"]["code"], -32600);
         assert_eq!(out[1]["result"]["protocolVersion"], "2025-06-18");
-        assert_eq!(out[2]["result"]["tools"].as_array().unwrap().len(), 13);
+        assert_eq!(out[2]["result"]["tools"].as_array().unwrap().len(), 14);
         assert_eq!(out[3]["error"]["code"], -32700);
         assert_eq!(out[4], json!({"jsonrpc":"2.0","id":4,"result":{}}));
     }
