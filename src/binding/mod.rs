@@ -113,6 +113,10 @@ impl Written {
     /// Appends the result object's JSON text: what `json_text::write` gives for
     /// [`Written::to_value`] (members in key order).
     pub fn write(&self, out: &mut Vec<u8>) {
+        // Room for the two texts at once: a large answer would otherwise grow `out` by
+        // doubling, copying what it holds each time.
+        let structured = self.structured.as_ref().map_or(0, Vec::len);
+        out.reserve(self.content.len() + structured + 64);
         out.push(b'{');
         if !self.meta.is_empty() {
             out.extend_from_slice(b"\"_meta\":");
