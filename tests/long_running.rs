@@ -301,6 +301,50 @@ async fn retry_after_from_the_status_resource_is_honoured() {
     }
 }
 
+/// Many `tasks/get`s at once while a poll falls due: the process polls the backend once per
+/// due time (the background poller and the callers never read the status together).
+#[tokio::test]
+async fn concurrent_task_gets_never_poll_the_backend_twice_at_once() {
+    let (b, jobs) = backend().await;
+    let g = gateway(&[mapping(&b, "1m")]).await;
+    let (client, url) = (reqwest::Client::new(), g.mcp_url());
+    let args = json!({"polls": 2, "outcome": "ok", "retry_after": 1});
+    let id = start_task(&client, &url, args).await;
+    let askers: Vec<_> = (0..12)
+        .map(|_| {
+            let (client, url, id) = (client.clone(), url.clone(), id.clone());
+            tokio::spawn(async move {
+                let until = Instant::now() + Duration::from_secs(20);
+                while Instant::now() < until {
+                    let a = rpc(&client, &url, "tasks/get", json!({"taskId": id})).await;
+                    if a.result()["status"] == "completed" {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(3)).await;
+                }
+                panic!("task {id} did not complete");
+            })
+        })
+        .collect();
+    for a in askers {
+        a.await.expect("asker");
+    }
+    let all = jobs.lock().unwrap();
+    let reads = &all.jobs.values().next().unwrap().reads;
+    assert_eq!(
+        reads.len(),
+        3,
+        "two RUNNING answers then DONE, each read once"
+    );
+    for w in reads.windows(2) {
+        assert!(
+            w[1] - w[0] >= Duration::from_millis(950),
+            "{:?}",
+            w[1] - w[0]
+        );
+    }
+}
+
 #[tokio::test]
 async fn an_operation_past_its_deadline_fails_and_is_cancelled() {
     let (b, jobs) = backend().await;

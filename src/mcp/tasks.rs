@@ -309,7 +309,8 @@ async fn drive(gateway: &Gateway, id: &str) {
         if rec.state.is_terminal() {
             return;
         }
-        let wait = job.next_poll_ms.saturating_sub(tasks::now_ms());
+        // At least 10 ms: a due poll another caller is running is not waited on in a spin.
+        let wait = job.next_poll_ms.saturating_sub(tasks::now_ms()).max(10);
         tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
         if step(gateway, id).await.is_none() {
             return;
@@ -317,8 +318,36 @@ async fn drive(gateway: &Gateway, id: &str) {
     }
 }
 
-/// One poll of task `id` when it is due: the record as it is afterwards.
+/// The tasks this process is polling now: the background driver and a `tasks/get` that finds
+/// a poll due must not both poll (two status reads at once would not honour `Retry-After`).
+static POLLING: std::sync::LazyLock<std::sync::Mutex<std::collections::HashSet<String>>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// Holds task `id` in [`POLLING`] until dropped.
+struct PollClaim(String);
+
+impl PollClaim {
+    /// `None` when the task is being polled already.
+    fn take(id: &str) -> Option<Self> {
+        let mut set = POLLING.lock().ok()?;
+        set.insert(id.to_string()).then(|| Self(id.to_string()))
+    }
+}
+
+impl Drop for PollClaim {
+    fn drop(&mut self) {
+        if let Ok(mut set) = POLLING.lock() {
+            set.remove(&self.0);
+        }
+    }
+}
+
+/// One poll of task `id` when it is due: the record as it is afterwards. When this process
+/// is polling it already, the record as stored (the running poll moves it on).
 async fn step(gateway: &Gateway, id: &str) -> Option<TaskRecord> {
+    let Some(_claim) = PollClaim::take(id) else {
+        return tasks::get(id).await.ok().flatten();
+    };
     let mut rec = tasks::get(id).await.ok()??;
     if rec.state.is_terminal() {
         return Some(rec);
