@@ -311,27 +311,22 @@ fn backend_oauth(
         return None;
     }
     let timeout = Duration::from_secs(10);
-    let built = match o.grant {
-        BackendGrant::ClientCredentials => crate::upstream::oauth::ClientCredentials::new(
-            o.token_url.clone(),
-            o.client_id.clone(),
-            secret,
-            o.scope.clone(),
-            o.resource.clone(),
-            timeout,
-        )
-        .map(BackendCredential::ClientCredentials),
-        BackendGrant::TokenExchange => crate::upstream::exchange::TokenExchange::new(
-            o.token_url.clone(),
-            o.client_id.clone(),
-            secret,
-            o.scope.clone(),
-            o.resource.clone(),
-            o.audience.clone(),
-            timeout,
-        )
-        .map(BackendCredential::TokenExchange),
-    };
+    let built = crate::upstream::oauth::TokenEndpoint::new(
+        o.token_url.clone(),
+        o.client_id.clone(),
+        secret,
+        o.scope.clone(),
+        o.resource.clone(),
+        timeout,
+    )
+    .map(|endpoint| match o.grant {
+        BackendGrant::ClientCredentials => BackendCredential::ClientCredentials(
+            crate::upstream::oauth::ClientCredentials::new(endpoint),
+        ),
+        BackendGrant::TokenExchange => BackendCredential::TokenExchange(
+            crate::upstream::exchange::TokenExchange::new(endpoint, o.audience.clone()),
+        ),
+    });
     match built {
         Ok(c) => Some(Arc::new(c)),
         Err(e) => {

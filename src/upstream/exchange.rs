@@ -5,7 +5,7 @@
 //! but that token endpoint, log or echo a token, or exchange a token MCP authorization did not
 //! accept.
 
-use super::oauth::{Endpoint, TokenFailure, refresh_at};
+use super::oauth::{TokenEndpoint, TokenFailure, refresh_at};
 use crate::auth::resource::McpPrincipal;
 use crate::model::{Failure, FailureKind};
 use http::HeaderValue;
@@ -26,23 +26,17 @@ type Cache = moka::sync::Cache<[u8; 32], (Instant, HeaderValue)>;
 
 /// A backend's token-exchange grant and the tokens it obtained, per subject.
 pub struct TokenExchange {
-    pub token_url: String,
-    pub client_id: String,
-    client_secret: String,
-    pub scope: Option<String>,
-    /// RFC 8707 `resource` of the backend token.
-    pub resource: Option<String>,
+    pub endpoint: TokenEndpoint,
     /// RFC 8693 `audience` of the backend token.
     pub audience: Option<String>,
-    client: reqwest::Client,
     cache: Cache,
 }
 
 impl fmt::Debug for TokenExchange {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TokenExchange")
-            .field("token_url", &self.token_url)
-            .field("client_id", &self.client_id)
+            .field("endpoint", &self.endpoint)
+            .field("audience", &self.audience)
             .finish_non_exhaustive()
     }
 }
@@ -91,29 +85,15 @@ fn failure(kind: FailureKind, why: &str) -> Failure {
 }
 
 impl TokenExchange {
-    pub fn new(
-        token_url: String,
-        client_id: String,
-        client_secret: String,
-        scope: Option<String>,
-        resource: Option<String>,
-        audience: Option<String>,
-        timeout: Duration,
-    ) -> Result<TokenExchange, String> {
-        let client = super::oauth::token_client(timeout)?;
-        Ok(TokenExchange {
-            token_url,
-            client_id,
-            client_secret,
-            scope,
-            resource,
+    pub fn new(endpoint: TokenEndpoint, audience: Option<String>) -> TokenExchange {
+        TokenExchange {
+            endpoint,
             audience,
-            client,
             cache: moka::sync::Cache::builder()
                 .max_capacity(CACHE_CAPACITY)
                 .time_to_live(CACHE_CEILING)
                 .build(),
-        })
+        }
     }
 
     /// The `Authorization` value for the current call's backend request: the backend token of
@@ -148,7 +128,7 @@ impl TokenExchange {
                 Ok(value)
             }
             Err(e) => {
-                tracing::warn!(token_url = %self.token_url, client_id = %self.client_id, principal = %principal.id(), reason = %e, "backend token exchange failed");
+                tracing::warn!(token_url = %self.endpoint.url, client_id = %self.endpoint.client_id, principal = %principal.id(), reason = %e, "backend token exchange failed");
                 Err(match e {
                     TokenFailure::Refused { .. } => failure(
                         FailureKind::Forbidden,
@@ -176,20 +156,7 @@ impl TokenExchange {
         if let Some(a) = &self.audience {
             form.push(("audience", a));
         }
-        if let Some(r) = &self.resource {
-            form.push(("resource", r));
-        }
-        if let Some(s) = &self.scope {
-            form.push(("scope", s));
-        }
-        Endpoint {
-            client: &self.client,
-            url: &self.token_url,
-            client_id: &self.client_id,
-            client_secret: &self.client_secret,
-        }
-        .token(&form)
-        .await
+        self.endpoint.token(&form).await
     }
 }
 

@@ -18,13 +18,7 @@ pub const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(2);
 
 /// A backend's client-credentials grant and its cached token.
 pub struct ClientCredentials {
-    pub token_url: String,
-    pub client_id: String,
-    client_secret: String,
-    pub scope: Option<String>,
-    /// RFC 8707 `resource` for the backend's token (its audience).
-    pub resource: Option<String>,
-    client: reqwest::Client,
+    pub endpoint: TokenEndpoint,
     cached: Mutex<Option<(Instant, HeaderValue)>>,
     failed: Mutex<Option<Instant>>,
     refresh: tokio::sync::Mutex<()>,
@@ -33,8 +27,7 @@ pub struct ClientCredentials {
 impl fmt::Debug for ClientCredentials {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ClientCredentials")
-            .field("token_url", &self.token_url)
-            .field("client_id", &self.client_id)
+            .field("endpoint", &self.endpoint)
             .finish_non_exhaustive()
     }
 }
@@ -63,26 +56,13 @@ fn unavailable(why: &str) -> Failure {
 }
 
 impl ClientCredentials {
-    pub fn new(
-        token_url: String,
-        client_id: String,
-        client_secret: String,
-        scope: Option<String>,
-        resource: Option<String>,
-        timeout: Duration,
-    ) -> Result<ClientCredentials, String> {
-        let client = token_client(timeout)?;
-        Ok(ClientCredentials {
-            token_url,
-            client_id,
-            client_secret,
-            scope,
-            resource,
-            client,
+    pub fn new(endpoint: TokenEndpoint) -> ClientCredentials {
+        ClientCredentials {
+            endpoint,
             cached: Mutex::new(None),
             failed: Mutex::new(None),
             refresh: tokio::sync::Mutex::new(()),
-        })
+        }
     }
 
     fn fresh(&self) -> Option<HeaderValue> {
@@ -118,7 +98,7 @@ impl ClientCredentials {
                 Ok(value)
             }
             Err(why) => {
-                tracing::warn!(token_url = %self.token_url, client_id = %self.client_id, reason = %why, "backend token request failed");
+                tracing::warn!(token_url = %self.endpoint.url, client_id = %self.endpoint.client_id, reason = %why, "backend token request failed");
                 if let Ok(mut f) = self.failed.lock() {
                     *f = Some(Instant::now());
                 }
@@ -128,20 +108,8 @@ impl ClientCredentials {
     }
 
     async fn fetch(&self) -> Result<(HeaderValue, Duration), String> {
-        let mut form = vec![("grant_type", "client_credentials")];
-        if let Some(s) = &self.scope {
-            form.push(("scope", s));
-        }
-        if let Some(r) = &self.resource {
-            form.push(("resource", r));
-        }
-        let endpoint = Endpoint {
-            client: &self.client,
-            url: &self.token_url,
-            client_id: &self.client_id,
-            client_secret: &self.client_secret,
-        };
-        endpoint.token(&form).await.map_err(|e| e.to_string())
+        let form = [("grant_type", "client_credentials")];
+        self.endpoint.token(&form).await.map_err(|e| e.to_string())
     }
 }
 
@@ -156,12 +124,25 @@ pub enum TokenFailure {
     Unavailable(String),
 }
 
-/// One token endpoint and portico's client there (HTTP Basic, RFC 6749 §2.3.1).
-pub(super) struct Endpoint<'a> {
-    pub client: &'a reqwest::Client,
-    pub url: &'a str,
-    pub client_id: &'a str,
-    pub client_secret: &'a str,
+/// A backend's token endpoint and portico's client there (HTTP Basic, RFC 6749 §2.3.1), with
+/// the `scope` and RFC 8707 `resource` every grant of that backend asks for: what the
+/// client-credentials and token-exchange grants share.
+pub struct TokenEndpoint {
+    pub url: String,
+    pub client_id: String,
+    client_secret: String,
+    pub scope: Option<String>,
+    pub resource: Option<String>,
+    client: reqwest::Client,
+}
+
+impl fmt::Debug for TokenEndpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TokenEndpoint")
+            .field("url", &self.url)
+            .field("client_id", &self.client_id)
+            .finish_non_exhaustive()
+    }
 }
 
 /// An RFC 6749 error code as it may be shown: its own characters only, at most 64.
@@ -172,19 +153,42 @@ fn error_code(body: &Value) -> Option<String> {
     ok.then(|| e.to_string())
 }
 
-impl Endpoint<'_> {
-    /// Posts `form` and reads the Bearer token of the answer and its lifetime.
+impl TokenEndpoint {
+    pub fn new(
+        url: String,
+        client_id: String,
+        client_secret: String,
+        scope: Option<String>,
+        resource: Option<String>,
+        timeout: Duration,
+    ) -> Result<TokenEndpoint, String> {
+        Ok(TokenEndpoint {
+            client: token_client(timeout)?,
+            url,
+            client_id,
+            client_secret,
+            scope,
+            resource,
+        })
+    }
+
+    /// Posts `form`, with the endpoint's `scope` and `resource` when set, and reads the
+    /// Bearer token of the answer and its lifetime.
     pub async fn token(
         &self,
         form: &[(&str, &str)],
     ) -> Result<(HeaderValue, Duration), TokenFailure> {
+        let extra = [("scope", &self.scope), ("resource", &self.resource)];
+        let extra = extra
+            .iter()
+            .filter_map(|(k, v)| v.as_deref().map(|v| (*k, v)));
         let body = url::form_urlencoded::Serializer::new(String::new())
-            .extend_pairs(form)
+            .extend_pairs(form.iter().copied().chain(extra))
             .finish();
         let resp = self
             .client
-            .post(self.url)
-            .basic_auth(self.client_id, Some(self.client_secret))
+            .post(&self.url)
+            .basic_auth(&self.client_id, Some(&self.client_secret))
             .header(
                 http::header::CONTENT_TYPE,
                 "application/x-www-form-urlencoded",
