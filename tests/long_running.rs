@@ -289,9 +289,19 @@ async fn retry_after_from_the_status_resource_is_honoured() {
     // Asked often: portico still waits as long as the backend said.
     let r = settled(&client, &url, &id).await;
     assert_eq!(r["status"], "completed");
+    three_reads_a_second_apart(&jobs);
+}
+
+/// The one job was read three times (two RUNNING answers, each with `Retry-After: 1`, then
+/// DONE), each read once and at least 950 ms after the one before.
+fn three_reads_a_second_apart(jobs: &Shared) {
     let all = jobs.lock().unwrap();
     let reads = &all.jobs.values().next().unwrap().reads;
-    assert_eq!(reads.len(), 3, "two RUNNING answers then DONE");
+    assert_eq!(
+        reads.len(),
+        3,
+        "two RUNNING answers then DONE, each read once"
+    );
     for w in reads.windows(2) {
         assert!(
             w[1] - w[0] >= Duration::from_millis(950),
@@ -329,20 +339,7 @@ async fn concurrent_task_gets_never_poll_the_backend_twice_at_once() {
     for a in askers {
         a.await.expect("asker");
     }
-    let all = jobs.lock().unwrap();
-    let reads = &all.jobs.values().next().unwrap().reads;
-    assert_eq!(
-        reads.len(),
-        3,
-        "two RUNNING answers then DONE, each read once"
-    );
-    for w in reads.windows(2) {
-        assert!(
-            w[1] - w[0] >= Duration::from_millis(950),
-            "{:?}",
-            w[1] - w[0]
-        );
-    }
+    three_reads_a_second_apart(&jobs);
 }
 
 #[tokio::test]
