@@ -2,7 +2,8 @@
 //! breaker opens, then closes after a good trial), one caller's slow argument (its tool's breaker
 //! opens on the failure ratio, the other tools keep working), a hanging backend (the timeout
 //! frees the slot), load shedding under a concurrency limit, and retries of safe or keyed calls
-//! only, within the backend's retry budget; a slow token endpoint delays calls, not fails them.
+//! only, within the backend's retry budget, never past a breaker that opened between two
+//! attempts; a slow token endpoint delays calls, not fails them.
 
 mod common;
 
@@ -632,5 +633,40 @@ async fn a_slow_token_endpoint_delays_calls_without_using_their_timeout() {
     assert_eq!(fetched.load(Ordering::SeqCst), 1);
     g.stop().await.unwrap();
     tokens.abort();
+    backend.down().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_breaker_opening_between_two_attempts_stops_the_retries_of_that_call() {
+    let backend = Backend::started().await;
+    backend.ctl.mode.store(FAIL, Ordering::SeqCst);
+    let business = "res-breaker-retry";
+    // Retries sit outside the breaker: each attempt asks it. Two failures open it, so the
+    // call's second attempt opens it and its third is never sent.
+    let file = mapping(
+        &backend,
+        business,
+        "  timeout: 10s\n  retries: { attempts: 3, backoff: 1ms, max_backoff: 2ms }\n  breaker: { failures: 2, open_for: 30s }",
+    );
+    let (g, url, admin, c) = start(file).await;
+    let a = echo(&c, &url).await;
+    assert_eq!(
+        backend.hits(),
+        2,
+        "the third attempt met the open breaker: {}",
+        a.text
+    );
+    // The call answers with what stopped it: the open breaker, and when to come back.
+    assert_unavailable(&a, "circuit breaker open");
+    assert_eq!(a.body["error"]["data"]["retry_after"], 30, "{}", a.text);
+    // The next call is refused at once.
+    assert_unavailable(&echo(&c, &url).await, "circuit breaker open");
+    assert_eq!(backend.hits(), 2, "an open breaker sends nothing");
+    let (_, body) = readyz(&c, &admin).await;
+    assert_eq!(
+        body["backends"][0]["resilience"]["breaker"], "open",
+        "{body}"
+    );
+    g.stop().await.unwrap();
     backend.down().await;
 }
