@@ -123,6 +123,10 @@ pub fn sort_members(m: &mut Members<'_>) {
     }
     // Stable: members with one key stay in document order, so the last of them is the last.
     m.sort_by(|a, b| a.0.cmp(&b.0));
+    // Most objects out of key order repeat no key: then they are done, without a second list.
+    if m.windows(2).all(|w| w[0].0 != w[1].0) {
+        return;
+    }
     let mut out: Members<'_> = Vec::with_capacity(m.len());
     for (k, v) in m.drain(..) {
         match out.last_mut() {
