@@ -41,6 +41,61 @@ fn bytes_of(reply: &Reply) -> Vec<u8> {
     }
 }
 
+/// How the hot path answered.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Took {
+    /// It left the answer to the tree path.
+    Tree,
+    /// It wrote the answer from its document.
+    Written,
+    /// It passed the backend's object through in the backend's own text.
+    Passed,
+}
+
+/// Checks the hot path's reply `fast` against the tree path's for the backend answer `body`:
+/// the same value, and the same bytes, except that an object passed through keeps the
+/// backend's own text (then `structuredContent` is the body without its surrounding
+/// whitespace, and the text block is that text as a JSON string).
+fn compare(name: &str, mut fast: Reply, tree: &Reply, body: &[u8]) -> Took {
+    assert!(
+        !matches!(tree, Reply::Written(_)),
+        "{name}: the tree path wrote"
+    );
+    let path = match &fast {
+        Reply::Written(w) if w.structured.as_deref() == Some(body.trim_ascii()) => {
+            let content: Value =
+                serde_json::from_slice(&w.content).expect("the text block is JSON");
+            let text = std::str::from_utf8(body.trim_ascii()).expect("a UTF-8 body");
+            assert_eq!(content[0]["text"], text, "{name}: the text block");
+            Took::Passed
+        }
+        other => {
+            assert_eq!(
+                String::from_utf8_lossy(&bytes_of(other)),
+                String::from_utf8_lossy(&bytes_of(tree)),
+                "{name}: the hot path's bytes differ"
+            );
+            if matches!(other, Reply::Written(_)) {
+                Took::Written
+            } else {
+                Took::Tree
+            }
+        }
+    };
+    fast.materialize();
+    if let (Took::Passed, Reply::Result(f), Reply::Result(t)) = (path, &mut fast, tree) {
+        // The text block holds the same JSON value in other text: compare it as a value.
+        let text = |r: &Value| -> Value {
+            let s = r["content"][0]["text"].as_str().expect("a text block");
+            serde_json::from_str(s).expect("the text block is JSON text")
+        };
+        assert_eq!(text(f), text(t), "{name}: the text block's value differs");
+        f["content"][0]["text"] = t["content"][0]["text"].clone();
+    }
+    assert_eq!(&fast, tree, "{name}: the hot path's value differs");
+    path
+}
+
 /// Calls `tool` once and translates the answer both ways; returns the result (as the tree path
 /// answers it) and whether the hot path answered.
 async fn both(g: &Gateway, name: &str, args: Value) -> (Value, bool) {
@@ -53,21 +108,10 @@ async fn both(g: &Gateway, name: &str, args: Value) -> (Value, bool) {
         Ok(r) => r,
         Err(f) => panic!("{name}: backend exchange failed: {f:?}"),
     };
+    let body = resp.body.clone();
     let fast = forward::translate_response(tool, &call, resp.clone());
     let tree = forward::translate_response_tree(tool, &call, resp);
-    let hot = matches!(fast, Reply::Written(_));
-    assert!(
-        !matches!(tree, Reply::Written(_)),
-        "{name}: the tree path wrote"
-    );
-    assert_eq!(
-        String::from_utf8_lossy(&bytes_of(&fast)),
-        String::from_utf8_lossy(&bytes_of(&tree)),
-        "{name}: the hot path's bytes differ"
-    );
-    let mut fast = fast;
-    fast.materialize();
-    assert_eq!(fast, tree, "{name}: the hot path's value differs");
+    let hot = compare(name, fast, &tree, &body) != Took::Tree;
     let value = match tree {
         Reply::Result(v) => v,
         Reply::Error(e) => json!({ "error": e.code, "data": e.data }),
@@ -266,7 +310,7 @@ fn openapi_mapping(dir: &Path) -> PathBuf {
     .mapping
 }
 
-/// Translates `answer` for `tool` both ways; returns the tree path's result and whether the hot
+/// Translates `answer` for `tool` both ways; returns the tree path's result and how the hot
 /// path answered.
 fn both_fixed(
     mapping: PathBuf,
@@ -274,7 +318,7 @@ fn both_fixed(
     args: Value,
     status: u16,
     answer: Vec<u8>,
-) -> (Value, bool) {
+) -> (Value, Took) {
     // SAFETY: set before any thread of this test reads the environment for the mapping.
     unsafe { std::env::set_var("PORTICO_BENCH_BACKEND_PORT", "9") };
     let g = portico::config::load(&[mapping]).expect("workload mapping loads");
@@ -291,22 +335,15 @@ fn both_fixed(
     let resp = RestResponse {
         status,
         headers,
-        body: answer.into(),
+        body: answer.clone().into(),
     };
-    let mut fast = forward::translate_response(t, &call, resp.clone());
+    let fast = forward::translate_response(t, &call, resp.clone());
     let tree = forward::translate_response_tree(t, &call, resp);
-    assert_eq!(
-        String::from_utf8_lossy(&bytes_of(&fast)),
-        String::from_utf8_lossy(&bytes_of(&tree)),
-        "{tool}: the hot path's bytes differ"
-    );
-    let hot = matches!(fast, Reply::Written(_));
-    fast.materialize();
-    assert_eq!(fast, tree, "{tool}: the hot path's value differs");
+    let path = compare(tool, fast, &tree, &answer);
     let Reply::Result(v) = tree else {
         panic!("{tool}: not a result: {tree:?}")
     };
-    (v, hot)
+    (v, path)
 }
 
 fn workload_ucp_args() -> Value {
@@ -321,24 +358,60 @@ fn the_openapi_workload_takes_the_hot_path_and_answers_as_the_tree_path() {
     let dir = std::env::temp_dir().join(format!("portico-workloads-{}", std::process::id()));
     let args = json!({"code": "MASSAGE-60", "from": "2026-12-01", "to": "2026-12-02"});
     let mapping = openapi_mapping(&dir);
-    let (v, hot) = both_fixed(
+    let (v, path) = both_fixed(
         mapping.clone(),
         "list_openings",
         args.clone(),
         200,
         fixture("openings.json"),
     );
-    assert!(hot, "a tool without `result` takes the hot path");
+    assert_eq!(
+        path,
+        Took::Passed,
+        "a tool without `result` passes the backend's object through"
+    );
     assert_eq!(
         v["structuredContent"]["openings"][0]["ref"],
         "MASSAGE-60@2026-12-01T09:00"
     );
-    // Integers past i64 and past u64: whichever path answers, both agree.
+    // Integers past i64 and past u64: whichever path answers, both agree; neither text is
+    // passed through (another reader could round it).
     for n in ["9223372036854775808", "18446744073709551616"] {
         let wide = format!(r#"{{"treatment":"MASSAGE-60","openings":[],"n":{n}}}"#).into_bytes();
-        let (v, _) = both_fixed(mapping.clone(), "list_openings", args.clone(), 200, wide);
+        let (v, path) = both_fixed(mapping.clone(), "list_openings", args.clone(), 200, wide);
         assert_eq!(v["structuredContent"]["treatment"], "MASSAGE-60");
+        assert_ne!(path, Took::Passed, "{n}");
     }
+    // A repeated key: this reader keeps the last value, another may keep the first, so the
+    // answer is written from the value checked, never passed through.
+    let repeated = br#"{"treatment":"X","openings":[],"treatment":"MASSAGE-60"}"#.to_vec();
+    let (v, path) = both_fixed(
+        mapping.clone(),
+        "list_openings",
+        args.clone(),
+        200,
+        repeated,
+    );
+    assert_eq!(path, Took::Written);
+    assert_eq!(v["structuredContent"]["treatment"], "MASSAGE-60");
+    // Numbers in another form than the writer's: written from the value read.
+    for n in [
+        "1.50e2",
+        "0.1000000000000000055511151231257827",
+        "1E2",
+        "-0",
+    ] {
+        let other = format!(r#"{{"treatment":"MASSAGE-60","openings":[],"n":{n}}}"#).into_bytes();
+        let (_, path) = both_fixed(mapping.clone(), "list_openings", args.clone(), 200, other);
+        assert_eq!(path, Took::Written, "{n}");
+    }
+    // Whitespace around and inside, members out of key order, escapes and a fraction in the
+    // writer's form: passed through as the backend wrote it, without the outer whitespace.
+    let pretty = b"\n  {\"treatment\": \"MASSAGE-60\",\n \"openings\": [],\n \"note\": \"caf\\u00e9 \\\"spa\\\"\", \"price\": 150.5, \"n\": -7}\r\n ".to_vec();
+    let (v, path) = both_fixed(mapping.clone(), "list_openings", args.clone(), 200, pretty);
+    assert_eq!(path, Took::Passed);
+    assert_eq!(v["structuredContent"]["note"], "caf\u{e9} \"spa\"");
+    assert_eq!(v["structuredContent"]["price"], 150.5);
     // Not JSON, and an error status: the tree path's answers.
     let (v, _) = both_fixed(
         mapping.clone(),
@@ -356,14 +429,14 @@ fn the_openapi_workload_takes_the_hot_path_and_answers_as_the_tree_path() {
 #[test]
 fn the_ucp_workload_takes_the_hot_path_and_answers_as_the_tree_path() {
     let mapping = root().join("benches/fixtures/workloads/ucp.yaml");
-    let (v, hot) = both_fixed(
+    let (v, path) = both_fixed(
         mapping,
         "update_booking_session",
         workload_ucp_args(),
         200,
         fixture("quote.json"),
     );
-    assert!(hot);
+    assert_eq!(path, Took::Written, "a result program's answer is written");
     assert_eq!(v["structuredContent"]["id"], "Q-5001");
 }
 
@@ -375,13 +448,13 @@ fn the_large_workload_takes_the_hot_path_and_answers_as_the_tree_path() {
         .collect();
     let args =
         json!({"folder_id": "F-1", "document": {"title": "Harbour log", "sections": sections}});
-    let (v, hot) = both_fixed(
+    let (v, path) = both_fixed(
         mapping,
         "put_document",
         args,
         200,
         fixture("documents.json"),
     );
-    assert!(hot);
+    assert_eq!(path, Took::Passed);
     assert_eq!(v["structuredContent"]["documents"][95]["id"], "DOC-0095");
 }

@@ -103,19 +103,20 @@ pub struct Written {
     pub meta: Map<String, Value>,
     /// The JSON text of `content` (UTF-8, as `json_text` writes).
     pub content: Vec<u8>,
-    /// The JSON text of `structuredContent`, when there is one.
-    pub structured: Option<Vec<u8>>,
+    /// The JSON text of `structuredContent`, when there is one: as `json_text` writes it, or
+    /// the backend's own text of an object passed through unchanged (the same value).
+    pub structured: Option<bytes::Bytes>,
     /// Carries the 2026-07-28 `resultType: "complete"`.
     pub complete: bool,
 }
 
 impl Written {
-    /// Appends the result object's JSON text: what `json_text::write` gives for
-    /// [`Written::to_value`] (members in key order).
+    /// Appends the result object's JSON text: the value [`Written::to_value`] gives (members in
+    /// key order, but for a `structuredContent` passed through in the backend's own text).
     pub fn write(&self, out: &mut Vec<u8>) {
         // Room for the two texts at once: a large answer would otherwise grow `out` by
         // doubling, copying what it holds each time.
-        let structured = self.structured.as_ref().map_or(0, Vec::len);
+        let structured = self.structured.as_ref().map_or(0, |s| s.len());
         out.reserve(self.content.len() + structured + 64);
         out.push(b'{');
         if !self.meta.is_empty() {
@@ -466,6 +467,12 @@ impl Binding {
             ..ToolCtx::default()
         };
         matches!(self.kind, Kind::Usp | Kind::Ucp).then(|| self.envelope_meta(&ctx, false))
+    }
+
+    /// True when [`Binding::structured_doc`] keeps an object body as it is (no envelope, no
+    /// member added or removed): its text can then be the backend's own.
+    pub fn keeps_object_body(&self) -> bool {
+        matches!(self.kind, Kind::Plain | Kind::Autonym)
     }
 
     /// [`Binding::render`]'s `structuredContent` for a successful answer that is a [`Doc`]

@@ -20,7 +20,7 @@ mod scan;
 mod tests;
 mod write;
 
-pub use read::{from_slice, from_slice_narrow, read_borrowed, read_nested};
+pub use read::{Shape, from_slice, from_slice_narrow, read_borrowed, read_nested, read_shaped};
 pub use write::{
     to_string, to_vec, write, write_doc, write_map, write_object, write_str, write_str_bytes,
 };

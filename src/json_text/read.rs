@@ -28,6 +28,39 @@ pub fn read_borrowed(bytes: &[u8]) -> Result<(Doc<'_>, bool), serde_json::Error>
     read_narrow(bytes)
 }
 
+/// What [`read_shaped`] learnt of a document besides its value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    /// No integer past `i64` (as [`from_slice_narrow`] says).
+    pub narrow: bool,
+    /// The text stands for the value read: `true` only when the fast reader read it all, every
+    /// object's keys are distinct (a reader keeping the first of two repeated keys would read
+    /// another value than this one) and every number is written as the writer writes the
+    /// number read (no digits past a float's precision, no integer past `u64` read as a
+    /// float, no `1E2` for `100.0`): any JSON reader reads the same value from it.
+    pub faithful: bool,
+}
+
+/// [`read_borrowed`], with the [`Shape`] of the text.
+pub fn read_shaped(bytes: &[u8]) -> Result<(Doc<'_>, Shape), serde_json::Error> {
+    match read_doc::<Doc<'_>>(bytes) {
+        Some(read) => Ok((
+            read.value,
+            Shape {
+                narrow: !read.wide,
+                faithful: !read.repeated && !read.reshaped,
+            },
+        )),
+        None => serde_json::from_slice(bytes).map(|value| {
+            let shape = Shape {
+                narrow: false,
+                faithful: false,
+            };
+            (Doc::from_owned(value), shape)
+        }),
+    }
+}
+
 /// The document as `B` and whether it is known to hold no integer past `i64`, with the
 /// answer (or error) of `serde_json::from_slice`.
 fn read_narrow<'t, B: Build<'t>>(bytes: &'t [u8]) -> Result<(B, bool), serde_json::Error> {
@@ -66,8 +99,9 @@ trait Build<'t>: Sized {
     fn number(n: Number) -> Self;
     fn string(s: Self::Text) -> Self;
     fn array(items: Vec<Self>) -> Self;
-    /// An object of the members read, in document order (a key may repeat).
-    fn object(members: std::vec::Drain<'_, (Self::Text, Self)>) -> Self;
+    /// An object of the members read, in document order (a key may repeat: then `repeated`
+    /// is set).
+    fn object(members: std::vec::Drain<'_, (Self::Text, Self)>, repeated: &mut bool) -> Self;
     /// What serde_json read, for a document the reader handed to it.
     fn from_serde(value: Value) -> Self;
 }
@@ -103,12 +137,14 @@ impl<'t> Build<'t> for Value {
         Value::Array(items)
     }
     #[inline]
-    fn object(members: std::vec::Drain<'_, (String, Self)>) -> Self {
+    fn object(members: std::vec::Drain<'_, (String, Self)>, repeated: &mut bool) -> Self {
         // Inserted in order, as serde_json does: a repeated key keeps its last value.
-        let mut map = Map::with_capacity(members.len());
+        let read = members.len();
+        let mut map = Map::with_capacity(read);
         for (k, v) in members {
             map.insert(k, v);
         }
+        *repeated |= map.len() < read;
         Value::Object(map)
     }
     #[inline]
@@ -148,10 +184,12 @@ impl<'t> Build<'t> for Doc<'t> {
         Doc::Arr(items)
     }
     #[inline]
-    fn object(members: std::vec::Drain<'_, (Self::Text, Self)>) -> Self {
+    fn object(members: std::vec::Drain<'_, (Self::Text, Self)>, repeated: &mut bool) -> Self {
         // Collected at its final size; members most often come in key order already.
         let mut m: json_doc::Members<'t> = members.collect();
+        let read = m.len();
         json_doc::sort_members(&mut m);
+        *repeated |= m.len() < read;
         Doc::Obj(m)
     }
     #[inline]
@@ -166,6 +204,10 @@ struct Read<B> {
     deepest: usize,
     /// An integer past `i64` was read (by serde_json, from its own text).
     wide: bool,
+    /// An object repeated a key.
+    repeated: bool,
+    /// A number's text is not the one the writer writes for its value.
+    reshaped: bool,
 }
 
 fn read_doc<'t, B: Build<'t>>(bytes: &'t [u8]) -> Option<Read<B>> {
@@ -176,6 +218,8 @@ fn read_doc<'t, B: Build<'t>>(bytes: &'t [u8]) -> Option<Read<B>> {
         depth: 0,
         deepest: 0,
         wide: false,
+        repeated: false,
+        reshaped: false,
         items: Vec::new(),
         members: Vec::new(),
     };
@@ -186,6 +230,8 @@ fn read_doc<'t, B: Build<'t>>(bytes: &'t [u8]) -> Option<Read<B>> {
         value,
         deepest: r.deepest,
         wide: r.wide,
+        repeated: r.repeated,
+        reshaped: r.reshaped,
     })
 }
 
@@ -198,6 +244,10 @@ struct Reader<'t, B: Build<'t>> {
     deepest: usize,
     /// An integer past `i64` was read.
     wide: bool,
+    /// An object repeated a key.
+    repeated: bool,
+    /// A number's text is not the one the writer writes for its value.
+    reshaped: bool,
     items: Vec<B>,
     members: Vec<(B::Text, B)>,
 }
@@ -284,7 +334,7 @@ impl<'t, B: Build<'t>> Reader<'t, B> {
     fn object(&mut self) -> Option<B> {
         let start = self.members.len();
         if self.open(b'}')? {
-            return Some(B::object(self.members.drain(start..)));
+            return Some(B::object(self.members.drain(start..), &mut self.repeated));
         }
         loop {
             if self.peek()? != b'"' {
@@ -300,7 +350,7 @@ impl<'t, B: Build<'t>> Reader<'t, B> {
             let value = self.value()?;
             self.members.push((key, value));
             if self.next_or_close(b'}')? {
-                return Some(B::object(self.members.drain(start..)));
+                return Some(B::object(self.members.drain(start..), &mut self.repeated));
             }
         }
     }
@@ -401,13 +451,27 @@ impl<'t, B: Build<'t>> Reader<'t, B> {
                 return None;
             }
         }
-        let Ok(Value::Number(n)) = serde_json::from_str::<Value>(self.text.get(start..at)?) else {
+        let text = self.text.get(start..at)?;
+        let Ok(Value::Number(n)) = serde_json::from_str::<Value>(text) else {
             return None;
         };
         self.wide |= n.as_i64().is_none() && !n.is_f64();
+        self.reshaped = self.reshaped || !written_as(&n, text);
         self.at = at;
         Some(B::number(n))
     }
+}
+
+/// True when `n` is written as `text` (serde_json's shortest form; the text of at most 32
+/// bytes, more than any number serde_json writes).
+fn written_as(n: &Number, text: &str) -> bool {
+    let mut buf = [0u8; 32];
+    let mut w = std::io::Cursor::new(&mut buf[..]);
+    if serde_json::to_writer(&mut w, n).is_err() {
+        return false;
+    }
+    let len = usize::try_from(w.position()).unwrap_or(usize::MAX);
+    buf.get(..len) == Some(text.as_bytes())
 }
 
 fn skip_digits(bytes: &[u8], mut at: usize) -> usize {

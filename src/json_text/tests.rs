@@ -317,6 +317,32 @@ fn borrows_alike(bytes: &[u8]) {
     }
 }
 
+#[test]
+fn the_shape_says_when_the_text_stands_for_the_value() {
+    let faithful = |t: &str| read_shaped(t.as_bytes()).expect("valid JSON").1.faithful;
+    for t in [
+        r#"{"b":1,"a":[-7,12.5,1e-7,"x\u00e9"],"c":{"a":null}}"#,
+        " \n{ \"z\" : true }\t",
+        r#"{"big":18446744073709551615,"f":1.7976931348623157e+308}"#,
+    ] {
+        assert!(faithful(t), "{t}");
+    }
+    for t in [
+        r#"{"a":1,"a":2}"#,
+        r#"[{"k":{"a":1,"b":2,"a":3}}]"#,
+        r#"{"n":1.50}"#,
+        r#"{"n":1E2}"#,
+        r#"{"n":-0}"#,
+        r#"{"n":18446744073709551616}"#,
+        r#"{"n":0.1000000000000000055511151231257827}"#,
+    ] {
+        assert!(!faithful(t), "{t}");
+    }
+    // Documents the fast reader leaves to serde_json are never faithful.
+    let deep = format!("{}{}", "[".repeat(120), "]".repeat(120));
+    assert!(!faithful(&deep));
+}
+
 fn borrowed(t: &str) -> (Doc<'_>, bool) {
     read_borrowed(t.as_bytes()).expect("valid JSON")
 }
@@ -489,6 +515,27 @@ proptest! {
         for text in [to_vec(&v), serde_json::to_vec_pretty(&v).unwrap_or_default()] {
             prop_assert!(read_borrowed(&text).is_ok());
             borrows_alike(&text);
+        }
+    }
+
+    #[test]
+    fn any_written_value_stands_for_itself(v in value()) {
+        for text in [to_vec(&v), serde_json::to_vec_pretty(&v).unwrap_or_default()] {
+            let (doc, shape) = read_shaped(&text).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert!(shape.faithful);
+            prop_assert_eq!(doc.into_value(), v.clone());
+        }
+    }
+
+    #[test]
+    fn a_faithful_text_is_read_by_serde_json_as_the_value_read(text in varied_text()) {
+        if let Ok((doc, shape)) = read_shaped(text.as_bytes()) {
+            let (value, narrow) = from_slice_narrow(text.as_bytes())
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert_eq!(shape.narrow, narrow);
+            if shape.faithful {
+                prop_assert_eq!(doc.into_value(), value);
+            }
         }
     }
 

@@ -534,7 +534,7 @@ mod tests {
             let w = crate::binding::Written {
                 meta: meta.as_object().cloned().unwrap_or_default(),
                 content: br#"[{"text":"Found 1 \"slot\".","type":"text"}]"#.to_vec(),
-                structured: Some(br#"{"messages":[],"slots":[1]}"#.to_vec()),
+                structured: Some(bytes::Bytes::from_static(br#"{"messages":[],"slots":[1]}"#)),
                 complete: false,
             };
             let tree = modern_result(&info, w.to_value(), false);

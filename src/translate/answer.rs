@@ -1,6 +1,6 @@
 //! The hot path of a successful tool call: the backend body read in place, transformed, checked,
-//! summarised and written as text without a `serde_json` tree. It never answers other than the
-//! tree path (`forward::reply_for`) would: whatever it does not model goes back to that path.
+//! summarised and written as text without a `serde_json` tree. It never answers another value
+//! than the tree path (`forward::reply_for`) would: whatever it does not model goes back to it.
 //!
 //! The tree path reads the body, runs the tool's programs, turns their answer into a
 //! `serde_json` value, wraps it in the binding's envelope, checks it with `jsonschema`,
@@ -8,7 +8,9 @@
 //! [`Doc`] from the body to the bytes: the envelope is built on it
 //! ([`crate::binding::Binding::structured_doc`]), the output schema is checked natively
 //! ([`super::doc_schema::DocSchema`]), the summary's native plan reads it
-//! ([`super::summary::render_doc`]) and the writer writes it ([`crate::json_text::write_doc`]).
+//! ([`super::summary::render_doc`]) and the writer writes it ([`crate::json_text::write_doc`]),
+//! unless it is the backend's object unchanged: then `structuredContent` and its text block are
+//! the backend's own text (members in its order, not sorted as the tree path writes them).
 //! Every "not sure" along the way (jaq must answer, a business outcome, an answer the native
 //! check does not pass, a summary MiniJinja must render) returns `None`, and the caller runs the
 //! tree path, which decides and reports exactly as before.
@@ -18,7 +20,9 @@ use super::transform::Vars3;
 use crate::binding::{Kind, Reply, Rule, Written};
 use crate::config::Tool;
 use crate::json_doc::{self, Doc};
+use crate::json_text::Shape;
 use crate::model::Call;
+use bytes::Bytes;
 use serde_json::{Map, json};
 
 /// The reply for a successful answer, written without a tree; `None` when the tree path must
@@ -35,7 +39,8 @@ pub fn written(tool: &Tool, call: &Call, resp: &RestResponse) -> Option<Reply> {
         Some(_) => Some(tool.output_check()?),
     };
     // A malformed or empty body: the tree path reports it.
-    let (body, narrow) = crate::json_text::read_borrowed(&resp.body).ok()?;
+    let (body, shape) = crate::json_text::read_shaped(&resp.body).ok()?;
+    let narrow = shape.narrow;
     let meta = super::request::meta_for(tool, call);
     let vars = Vars3 {
         args: &call.args,
@@ -63,6 +68,9 @@ pub fn written(tool: &Tool, call: &Call, resp: &RestResponse) -> Option<Reply> {
         json_doc::drop_null_members_doc(&mut answer);
     }
     let binding = &tool.business.binding;
+    // An object body that becomes structuredContent as it is keeps the backend's own text:
+    // the same value, without writing it again (see `passed_through`).
+    let passed = passed_through(tool, &resp.body, &answer, shape);
     let structured = binding.structured_doc(answer, tool.envelope.as_ref())?;
     if let (Some(check), Some(sc)) = (check, &structured)
         && !check.surely_valid(sc)
@@ -70,9 +78,11 @@ pub fn written(tool: &Tool, call: &Call, resp: &RestResponse) -> Option<Reply> {
         return None;
     }
     let sc_text = structured.as_ref().map(|sc| {
-        let mut out = Vec::with_capacity(resp.body.len());
-        write_structured(sc, tool, &mut out);
-        out
+        passed.clone().unwrap_or_else(|| {
+            let mut out = Vec::with_capacity(resp.body.len());
+            write_structured(sc, tool, &mut out);
+            Bytes::from(out)
+        })
     });
     // The text: the summary for a success (business errors keep the JSON text), else the
     // JSON text of structuredContent, else "OK" (as `Binding::render` and `forward::finish`).
@@ -92,7 +102,7 @@ pub fn written(tool: &Tool, call: &Call, resp: &RestResponse) -> Option<Reply> {
     content.extend_from_slice(b"[{\"text\":");
     match (&summary, &sc_text) {
         (Some(text), _) => crate::json_text::write_str(text, &mut content),
-        // JSON text the writer just wrote: UTF-8 already.
+        // JSON text the writer just wrote, or the body the reader read whole: UTF-8 already.
         (None, Some(json)) => crate::json_text::write_str_bytes(json, &mut content),
         (None, None) => content.extend_from_slice(b"\"OK\""),
     }
@@ -109,6 +119,28 @@ pub fn written(tool: &Tool, call: &Call, resp: &RestResponse) -> Option<Reply> {
         structured: sc_text,
         complete: false,
     }))
+}
+
+/// The backend's text of its answer, when that answer becomes `structuredContent` unchanged:
+/// no `result` program and no null dropping, a binding that keeps an object body as it is
+/// ([`crate::binding::Binding::keeps_object_body`]), and a body whose text stands for the
+/// value read ([`Shape::faithful`]: every JSON reader reads from it the value the output
+/// schema was checked on). The text is the body without its surrounding
+/// whitespace: a slice, not a copy. Any other answer is written from its [`Doc`].
+fn passed_through(tool: &Tool, body: &Bytes, answer: &Doc<'_>, shape: Shape) -> Option<Bytes> {
+    let unchanged = tool.result.is_none()
+        && !tool.drop_nulls
+        && shape.narrow
+        && shape.faithful
+        && matches!(answer, Doc::Obj(_))
+        && tool.business.binding.keeps_object_body();
+    if !unchanged {
+        return None;
+    }
+    let ws = |b: &u8| matches!(b, b' ' | b'\n' | b'\t' | b'\r');
+    let start = body.iter().position(|b| !ws(b))?;
+    let end = body.iter().rposition(|b| !ws(b))? + 1;
+    Some(body.slice(start..end))
 }
 
 /// Writes `structuredContent`, its envelope member from the text written once per tool
