@@ -44,5 +44,7 @@ async fn main() -> ExitCode {
             .into();
         }
     };
-    cli::run(cli.command).await
+    let exit = cli::run(cli.command).await;
+    cli::common::flush_logs();
+    exit
 }
