@@ -37,15 +37,15 @@ pub enum LogFormat {
     Text,
 }
 
-/// The log thread's guard: dropping it writes out every line still queued.
-static LOG_WRITER: std::sync::Mutex<Option<tracing_appender::non_blocking::WorkerGuard>> =
+/// The log buffer, kept to write it out before the process exits.
+static LOG_SINK: std::sync::Mutex<Option<portico::ops::log_sink::Sink>> =
     std::sync::Mutex::new(None);
 
-/// Writes out the log lines still queued and waits for them (at most a second); called before
-/// the process exits. Lines logged afterwards are dropped.
+/// Writes out the log lines still buffered; called before the process exits.
 pub fn flush_logs() {
-    let guard = LOG_WRITER.lock().ok().and_then(|mut held| held.take());
-    drop(guard);
+    if let Some(sink) = LOG_SINK.lock().ok().and_then(|held| held.clone()) {
+        sink.flush();
+    }
 }
 
 pub fn init_logging() {
@@ -67,19 +67,13 @@ pub fn init_tracing(
     use tracing_subscriber::util::SubscriberInitExt;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    // Log lines are written by a thread of their own, in batches, so that a call does not wait
-    // for a write to stderr and a busy gateway makes one write for many lines. Never lossy: a
-    // full queue holds the logging call back, as a direct write would. The queue's slots are
-    // allocated and touched up front: 4096 of them (about 160 KiB), not the crate's 128,000.
-    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
-        .lossy(false)
-        .buffered_lines_limit(4096)
-        .thread_name("portico-log")
-        .finish(std::io::BufWriter::new(std::io::stderr()));
-    if let Ok(mut held) = LOG_WRITER.lock() {
-        *held = Some(guard);
+    // Log lines are buffered and written out in batches by a thread of their own
+    // (`ops::log_sink` says why); a call never waits on stderr while the buffer has room.
+    let sink = portico::ops::log_sink::Sink::start(std::io::stderr());
+    if let Ok(mut held) = LOG_SINK.lock() {
+        *held = Some(sink.clone());
     }
-    let fmt = tracing_subscriber::fmt::layer().with_writer(writer);
+    let fmt = tracing_subscriber::fmt::layer().with_writer(sink);
     let fmt = match format {
         LogFormat::Json => fmt.json().boxed(),
         // Colour codes only for a terminal: never into files, pipes or log collectors.

@@ -1,11 +1,12 @@
 //! Operations around a running gateway: Prometheus metrics, the admin listener (health,
-//! readiness, metrics), configuration hot reload, TLS certificates, connection limits, the status page, OTLP trace export. It must never sit on the MCP port or block the
+//! readiness, metrics), configuration hot reload, TLS certificates, connection limits, the status page, OTLP trace export, the log lines' buffer. It must never sit on the MCP port or block the
 //! request path: the forward path only touches lock-free metric handles.
 
 pub mod admin;
 pub mod alloc;
 pub mod limits;
 pub mod log;
+pub mod log_sink;
 pub mod metrics;
 pub mod otel;
 pub mod recent;
