@@ -30,6 +30,24 @@ pub fn slot() -> usize {
     SLOT.with(Cell::get)
 }
 
+/// How often each shard's timer wakes it (see [`keep_next_wake_close`]).
+pub const TICK: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Keeps a timer at most [`TICK`] away on the shard's runtime. tokio wakes a runtime's driver
+/// (a write to its eventfd, which also ends its next `epoll_wait` at once) whenever a timer is
+/// set to fire before the driver's next planned wake-up, which, with no timer pending, is every
+/// timer: each call sets a few (the backend deadline, hyper's header-read timeout). Without
+/// this tick, 0.41 such writes per call (strace -c of a shard serving the openapi workload at
+/// c=4; 0.02 with it). Deadlines further away than the tick are then noticed at the driver's
+/// next planned wake-up, as tokio intends; the cost is four wake-ups a second of an idle shard.
+async fn keep_next_wake_close() {
+    let mut tick = tokio::time::interval(TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+    }
+}
+
 /// A job a shard runs: it makes its future on the shard's thread, inside the shard's runtime.
 type Job = Box<dyn FnOnce() -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
 
@@ -55,6 +73,7 @@ impl Shards {
                 .spawn(move || {
                     SLOT.with(|s| s.set(index + 1));
                     rt.block_on(async move {
+                        tokio::spawn(keep_next_wake_close());
                         while let Some(job) = rx.recv().await {
                             tokio::spawn(job());
                         }
