@@ -135,8 +135,10 @@ async fn slowloris_heads_and_bodies_are_cut_while_calls_succeed() {
         bodies.spawn(async move {
             let mut s = TcpStream::connect(addr).await.unwrap();
             let head = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 200\r\n\r\n";
-            s.write_all(head.as_bytes()).await.unwrap();
+            // The clock starts before the head goes out, so never after the server's (which
+            // starts when the head arrives), however late this task is polled on a busy runtime.
             let started = Instant::now();
+            s.write_all(head.as_bytes()).await.unwrap();
             let mut got = Vec::new();
             loop {
                 // A byte every 200 ms, then silence: a write racing the server's close would
