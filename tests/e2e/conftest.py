@@ -27,6 +27,17 @@ STARTUP_TIMEOUT_S = float(os.environ.get("PORTICO_STARTUP_TIMEOUT", "30"))
 STOP_TIMEOUT_S = 10.0
 
 
+def log_with(path: Path, needle: str, seconds: float = 5.0) -> str:
+    """The text of portico's log file once it holds `needle` (or after `seconds`): portico
+    writes its log lines in batches, up to 20 ms after they are logged (docs/operations.md)."""
+    deadline = time.monotonic() + seconds
+    text = path.read_text()
+    while needle not in text and time.monotonic() < deadline:
+        time.sleep(0.02)
+        text = path.read_text()
+    return text
+
+
 def portico_bin() -> Path:
     """The portico binary under test; fails the test run loudly when it is missing."""
     raw = os.environ.get("PORTICO_BIN", DEFAULT_PORTICO_BIN)

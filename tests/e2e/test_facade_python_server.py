@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import portico_bin
+from conftest import log_with, portico_bin
 
 SERVER = textwrap.dedent(
     '''
@@ -132,7 +132,7 @@ def test_rest_reaches_python_mcp_tools_at_2026_07_28(facade_on_python_server):
     # and the Python server's own validation coerces it.
     assert body == {"booking_id": "b/1", "reason": "ill", "party_size": 3}
     # The facade chose the stateless era with this dual-era server.
-    log = facade_err.read_text()
+    log = log_with(facade_err, '"version":"2026-07-28"')
     assert '"version":"2026-07-28"' in log, log[-2000:]
 
     # A tool that raises: an isError result, answered with the configured status.
