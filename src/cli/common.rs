@@ -38,12 +38,11 @@ pub enum LogFormat {
 }
 
 /// The log buffer, kept to write it out before the process exits.
-static LOG_SINK: std::sync::Mutex<Option<portico::ops::log_sink::Sink>> =
-    std::sync::Mutex::new(None);
+static LOG_SINK: std::sync::OnceLock<portico::ops::log_sink::Sink> = std::sync::OnceLock::new();
 
 /// Writes out the log lines still buffered; called before the process exits.
 pub fn flush_logs() {
-    if let Some(sink) = LOG_SINK.lock().ok().and_then(|held| held.clone()) {
+    if let Some(sink) = LOG_SINK.get() {
         sink.flush();
     }
 }
@@ -70,9 +69,7 @@ pub fn init_tracing(
     // Log lines are buffered and written out in batches by a thread of their own
     // (`ops::log_sink` says why); a call never waits on stderr while the buffer has room.
     let sink = portico::ops::log_sink::Sink::start(std::io::stderr());
-    if let Ok(mut held) = LOG_SINK.lock() {
-        *held = Some(sink.clone());
-    }
+    let _ = LOG_SINK.set(sink.clone());
     let fmt = tracing_subscriber::fmt::layer().with_writer(sink);
     let fmt = match format {
         // The call's span once (`span`), not again as a one-item `spans` list: formatting log

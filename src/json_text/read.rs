@@ -18,14 +18,14 @@ pub fn from_slice(bytes: &[u8]) -> Result<Value, serde_json::Error> {
 /// `u64` above `i64::MAX`, which jaq reads as a float): `true` only when the fast reader read
 /// it all and met none; a document left to serde_json answers `false` (not looked at).
 pub fn from_slice_narrow(bytes: &[u8]) -> Result<(Value, bool), serde_json::Error> {
-    read_narrow(bytes)
+    read_shape::<Value>(bytes, false).map(|(v, shape)| (v, shape.narrow))
 }
 
 /// [`from_slice_narrow`], read into a [`Doc`] that borrows from `bytes`: a string or key
 /// without escapes is a slice of the input, one with escapes is owned; objects are key-sorted
 /// (a repeated key keeps its last value). A document left to serde_json is owned whole.
 pub fn read_borrowed(bytes: &[u8]) -> Result<(Doc<'_>, bool), serde_json::Error> {
-    read_narrow(bytes)
+    read_shape::<Doc<'_>>(bytes, false).map(|(d, shape)| (d, shape.narrow))
 }
 
 /// What [`read_shaped`] learnt of a document besides its value.
@@ -43,30 +43,31 @@ pub struct Shape {
 
 /// [`read_borrowed`], with the [`Shape`] of the text.
 pub fn read_shaped(bytes: &[u8]) -> Result<(Doc<'_>, Shape), serde_json::Error> {
-    match read_doc::<Doc<'_>>(bytes) {
-        Some(read) => Ok((
-            read.value,
-            Shape {
+    read_shape(bytes, true)
+}
+
+/// The document as `B` and its [`Shape`], with the answer (or error) of
+/// `serde_json::from_slice`. Numbers are held against the writer's form only when `numbers`
+/// is set (`faithful` is meaningless otherwise): the other readers never look at it.
+fn read_shape<'t, B: Build<'t>>(
+    bytes: &'t [u8],
+    numbers: bool,
+) -> Result<(B, Shape), serde_json::Error> {
+    match read_doc::<B>(bytes, numbers) {
+        Some(read) => {
+            let shape = Shape {
                 narrow: !read.wide,
                 faithful: !read.repeated && !read.reshaped,
-            },
-        )),
+            };
+            Ok((read.value, shape))
+        }
         None => serde_json::from_slice(bytes).map(|value| {
             let shape = Shape {
                 narrow: false,
                 faithful: false,
             };
-            (Doc::from_owned(value), shape)
+            (B::from_serde(value), shape)
         }),
-    }
-}
-
-/// The document as `B` and whether it is known to hold no integer past `i64`, with the
-/// answer (or error) of `serde_json::from_slice`.
-fn read_narrow<'t, B: Build<'t>>(bytes: &'t [u8]) -> Result<(B, bool), serde_json::Error> {
-    match read_doc::<B>(bytes) {
-        Some(read) => Ok((read.value, !read.wide)),
-        None => serde_json::from_slice(bytes).map(|value| (B::from_serde(value), false)),
     }
 }
 
@@ -76,13 +77,13 @@ pub(super) const READ_DEPTH: usize = 100;
 
 /// The document, when the fast reader reads it all; `None` hands it to serde_json.
 pub(super) fn read(bytes: &[u8]) -> Option<Value> {
-    read_doc::<Value>(bytes).map(|read| read.value)
+    read_doc::<Value>(bytes, false).map(|read| read.value)
 }
 
 /// The document and its deepest nesting of arrays and objects (0 for a scalar), when the fast
 /// reader reads it all: then `from_slice` gives the same value. `None` says nothing about it.
 pub fn read_nested(bytes: &[u8]) -> Option<(Value, usize)> {
-    read_doc::<Value>(bytes).map(|read| (read.value, read.deepest))
+    read_doc::<Value>(bytes, false).map(|read| (read.value, read.deepest))
 }
 
 /// What the reader builds: a `serde_json::Value`, or a [`Doc`] borrowing from the text `'t`.
@@ -210,7 +211,8 @@ struct Read<B> {
     reshaped: bool,
 }
 
-fn read_doc<'t, B: Build<'t>>(bytes: &'t [u8]) -> Option<Read<B>> {
+/// `numbers`: hold each number read by serde_json against the writer's form (`reshaped`).
+fn read_doc<'t, B: Build<'t>>(bytes: &'t [u8], numbers: bool) -> Option<Read<B>> {
     let text = std::str::from_utf8(bytes).ok()?;
     let mut r = Reader::<B> {
         text,
@@ -220,6 +222,7 @@ fn read_doc<'t, B: Build<'t>>(bytes: &'t [u8]) -> Option<Read<B>> {
         wide: false,
         repeated: false,
         reshaped: false,
+        numbers,
         items: Vec::new(),
         members: Vec::new(),
     };
@@ -248,6 +251,8 @@ struct Reader<'t, B: Build<'t>> {
     repeated: bool,
     /// A number's text is not the one the writer writes for its value.
     reshaped: bool,
+    /// Whether `reshaped` is looked for.
+    numbers: bool,
     items: Vec<B>,
     members: Vec<(B::Text, B)>,
 }
@@ -456,7 +461,9 @@ impl<'t, B: Build<'t>> Reader<'t, B> {
             return None;
         };
         self.wide |= n.as_i64().is_none() && !n.is_f64();
-        self.reshaped = self.reshaped || !written_as(&n, text);
+        if self.numbers && !self.reshaped {
+            self.reshaped = !written_as(&n, text);
+        }
         self.at = at;
         Some(B::number(n))
     }

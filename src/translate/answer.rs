@@ -78,7 +78,7 @@ pub fn written(tool: &Tool, call: &Call, resp: &RestResponse) -> Option<Reply> {
         return None;
     }
     let sc_text = structured.as_ref().map(|sc| {
-        passed.clone().unwrap_or_else(|| {
+        passed.unwrap_or_else(|| {
             let mut out = Vec::with_capacity(resp.body.len());
             write_structured(sc, tool, &mut out);
             Bytes::from(out)
