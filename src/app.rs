@@ -10,7 +10,6 @@ use crate::ops::reload::{self, ReloadStatus, Watch};
 use arc_swap::ArcSwap;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
@@ -106,10 +105,10 @@ pub async fn start_with(
             "PORTICO_SEED is set: `$meta.request_id`, `$meta.uuid` and `$meta.now` are predictable; use it for tests and dry runs only"
         );
     }
-    let listener = TcpListener::bind(addr).await?;
+    let listener = crate::util::listen::bind(addr)?;
     let addr = listener.local_addr()?;
     let admin_listener = match ops.admin {
-        Some(a) => Some(TcpListener::bind(a).await?),
+        Some(a) => Some(crate::util::listen::bind(a)?),
         None => None,
     };
     let core = Arc::new(Core {

@@ -180,7 +180,10 @@ async fn slowloris_heads_and_bodies_are_cut_while_calls_succeed() {
     );
     while let Some(r) = bodies.join_next().await {
         let (took, answer) = r.unwrap().expect("a slow body is cut within 8 s");
-        assert!(took >= timeout - Duration::from_millis(100), "{took:?}");
+        assert!(
+            took >= timeout - Duration::from_millis(100),
+            "cut after {took:?} with {answer:?}"
+        );
         assert!(
             answer.starts_with("HTTP/1.1 408"),
             "{answer:?} after {took:?}"

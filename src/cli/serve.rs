@@ -214,7 +214,7 @@ pub async fn stdio(args: StdioArgs) -> ExitCode {
     let max_depth = HttpOptions::default().max_depth;
     let mut hub = None;
     if let Some(addr) = webhook_listen {
-        let listener = match tokio::net::TcpListener::bind(addr).await {
+        let listener = match portico::util::listen::bind(addr) {
             Ok(l) => l,
             Err(e) => {
                 eprintln!("--webhook-listen {addr}: {e}");

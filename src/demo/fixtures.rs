@@ -197,7 +197,7 @@ pub async fn spawn(addr: SocketAddr) -> io::Result<(SocketAddr, JoinHandle<io::R
             "the fixture backend listens on loopback only",
         ));
     }
-    let listener = TcpListener::bind(addr).await?;
+    let listener = crate::util::listen::bind(addr)?;
     let local = listener.local_addr()?;
     Ok((local, tokio::spawn(serve(listener))))
 }

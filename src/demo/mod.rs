@@ -371,10 +371,8 @@ pub async fn start_shop(
         None
     };
     let (outbox, events) = tokio::sync::mpsc::channel(1024);
-    let listener =
-        tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, backend_port)))
-            .await
-            .map_err(|e| format!("cannot start the demo backend on port {backend_port}: {e}"))?;
+    let listener = crate::util::listen::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, backend_port)))
+        .map_err(|e| format!("cannot start the demo backend on port {backend_port}: {e}"))?;
     let backend_addr = listener
         .local_addr()
         .map_err(|e| format!("demo backend address: {e}"))?;

@@ -393,7 +393,7 @@ pub async fn start_with(
     addr: std::net::SocketAddr,
     listen: Listen,
 ) -> std::io::Result<Running> {
-    let listener = TcpListener::bind(addr).await?;
+    let listener = crate::util::listen::bind(addr)?;
     let addr = listener.local_addr()?;
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let relay = match (&facade.notifications, &facade.egress) {

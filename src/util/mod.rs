@@ -4,6 +4,7 @@
 pub mod duration;
 pub mod env;
 pub mod jwk;
+pub mod listen;
 pub mod schema_error;
 pub mod similar;
 pub mod version;

@@ -91,7 +91,7 @@ impl Default for Backend {
 
 /// Binds `addr` (port 0 allowed), starts a seeded backend on it and returns the bound address.
 pub async fn spawn(addr: SocketAddr) -> io::Result<(SocketAddr, JoinHandle<io::Result<()>>)> {
-    let listener = TcpListener::bind(addr).await?;
+    let listener = crate::util::listen::bind(addr)?;
     let local = listener.local_addr()?;
     Ok((local, tokio::spawn(Backend::new().serve(listener))))
 }
