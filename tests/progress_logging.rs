@@ -246,6 +246,10 @@ async fn notifications_cancelled_aborts_the_backend_call() {
     .unwrap();
     let mut stream = resp.bytes_stream().boxed();
     read_until(&mut stream, |m| m["method"] == "notifications/progress").await;
+    assert!(
+        wait_received(&seen, "/slow/").await,
+        "the backend call is sent"
+    );
     let cancel = json!({"jsonrpc":"2.0","method":"notifications/cancelled",
                         "params":{"requestId": 9, "reason": "user gave up"}});
     let a = send(legacy(&c, &url, &sid, cancel)).await;
@@ -418,6 +422,10 @@ async fn stdio_reports_progress_logs_and_honours_cancellation() {
     )
     .await;
     take_until(&mut r, |m| m["method"] == "notifications/progress").await;
+    assert!(
+        wait_received(&seen, "/slow/3000").await,
+        "the backend call is sent"
+    );
     put(
         &mut w,
         json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4}}),

@@ -162,6 +162,27 @@ fn autonym(what: &str) -> Response<Full<Bytes>> {
     }
 }
 
+/// Waits until the backend has received a request whose path contains `path`; false after 20 s.
+/// A test that cancels a call waits for this first, so that what it cancels is a backend request
+/// in flight, not one a busy machine has yet to send (that one is never sent at all, and the
+/// backend sees nothing to drop).
+pub async fn wait_received(seen: &Seen, path: &str) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::time::Instant::now() < deadline {
+        let got = seen
+            .requests
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|r| r["path"].as_str().is_some_and(|p| p.contains(path)));
+        if got {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    false
+}
+
 /// Waits until the backend saw a `/slow` handler dropped, or one more finish than when the wait
 /// began; returns how many were dropped. A handler that is not dropped finishes (its `ms` is the
 /// test's own) and ends the wait with none counted, so the wait can be long without letting a
