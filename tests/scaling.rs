@@ -210,15 +210,29 @@ async fn webhook_to(
         .into_bytes();
     let url = format!("http://{}/webhooks/{business}", to.authority());
     let url = url::Url::parse(&url).expect("URL");
-    // Each send is signed afresh, as a sender's retry is: the same signed message twice within
-    // a second would be a replay, so each gets its own `created` (within `max_age`).
-    static SENT: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+    // Each send is signed afresh, as a sender's retry is: the same body signed with the same
+    // `created` twice would be a replay, so every send gets a `created` of its own, strictly
+    // after the previous send's and within `max_age` (300 s). `now - k` with a counter `k` is not
+    // enough: two sends `n` calls and `n` seconds apart would get the same one.
+    static LAST: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .expect("clock")
-        .as_secs() as i64
-        - SENT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 100;
-    let headers = portico::webhook::sig::sign_webhook(key, &url, &body, now).expect("signed");
+        .as_secs() as i64;
+    let earlier = |last: i64| (last + 1).max(now - 120);
+    let created = earlier(
+        LAST.fetch_update(
+            std::sync::atomic::Ordering::Relaxed,
+            std::sync::atomic::Ordering::Relaxed,
+            |last| Some(earlier(last)),
+        )
+        .expect("always updated"),
+    );
+    assert!(
+        created <= now,
+        "more than 120 webhooks a second: `created` ran ahead of the clock"
+    );
+    let headers = portico::webhook::sig::sign_webhook(key, &url, &body, created).expect("signed");
     http.post(url)
         .headers(headers)
         .body(body)
