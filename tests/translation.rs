@@ -304,22 +304,29 @@ async fn non_json_timeouts_refusals_and_bad_mappings() {
 
 #[tokio::test]
 async fn a_closed_stream_cancels_the_backend_call() {
-    let (g, seen, _, url) = setup("usp").await;
-    let impatient = reqwest::Client::builder()
-        .timeout(Duration::from_millis(150))
-        .build()
-        .unwrap();
-    // The backend would answer after 350 ms, inside portico's 400 ms timeout.
-    let err = modern(
-        &impatient,
-        &url,
-        1,
-        "tools/call",
-        json!({"name": "slow", "arguments": {"ms": 350}}),
-    )
-    .send()
-    .await;
-    assert!(err.is_err(), "the client gave up first");
+    let (g, seen, c, url) = setup("usp").await;
+    // The backend would answer after 350 ms, inside portico's 400 ms timeout. The client goes
+    // away once the backend has the request (not on a timer of its own, which a busy machine
+    // could let run out before the request is even sent).
+    let pending = tokio::spawn(
+        modern(
+            &c,
+            &url,
+            1,
+            "tools/call",
+            json!({"name": "slow", "arguments": {"ms": 350}}),
+        )
+        .send(),
+    );
+    assert!(
+        wait_received(&seen, "/slow/").await,
+        "the backend call is sent"
+    );
+    pending.abort();
+    assert!(
+        pending.await.is_err_and(|e| e.is_cancelled()),
+        "the client gave up first"
+    );
     let abandoned = wait_abandoned(&seen).await;
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert_eq!(abandoned, 1, "the backend request was dropped");
