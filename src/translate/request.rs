@@ -163,27 +163,30 @@ pub fn build(tool: &Tool, call: &Call) -> Result<RestRequest, Failure> {
         headers.insert(name.clone(), hv);
     }
 
+    // The body is written from the call's own tree: a `body` that is a path into the
+    // arguments (`.document`, as `portico init` writes for a request body of its own) is lent in
+    // place, and the default body (the arguments less the path's variables) is written member by
+    // member, so neither is copied before it is written.
     let body = if matches!(tool.method, Method::POST | Method::PUT | Method::PATCH) {
-        let value = match &tool.body {
-            Some(t) => t
-                .run(&call.args, vars)
-                .map_err(transform_err)?
-                .unwrap_or(Value::Null),
-            None => {
-                let mut v = call.args.clone();
-                if let Value::Object(obj) = &mut v {
-                    for var in tool.path.variables() {
-                        obj.remove(var);
-                    }
-                }
-                v
+        let mut out = Vec::with_capacity(256);
+        match (&tool.body, &call.args) {
+            (Some(t), args) => {
+                let value = t.run_lent(args, false, vars).map_err(transform_err)?;
+                crate::json_text::write(value.as_deref().unwrap_or(&Value::Null), &mut out);
             }
-        };
+            (None, Value::Object(obj)) => crate::json_text::write_object(
+                obj.iter()
+                    .filter(|(k, _)| !tool.path.variables().any(|var| var == k.as_str())),
+                |_, v, out| crate::json_text::write(v, out),
+                &mut out,
+            ),
+            (None, args) => crate::json_text::write(args, &mut out),
+        }
         headers.insert(
             http::header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        Some(crate::json_text::to_vec(&value))
+        Some(out)
     } else {
         None
     };
@@ -296,6 +299,72 @@ mod tests {
             json!({"id": "i", "o": {"k": [1]}}),
         ] {
             assert!(built(&t, args.clone()).is_err(), "{args}");
+        }
+    }
+
+    /// Three POST tools: `lent` sends `.doc` (a path, lent in place), `ran` sends `.doc | .`
+    /// (the same value from a program that runs), `all` sends the default body.
+    fn posts() -> crate::config::Gateway {
+        let dir = std::env::temp_dir().join(format!(
+            "portico-request-posts-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let params = json!([{"name": "id", "schema": {"type": "string"}},
+                            {"name": "doc", "schema": {}}, {"name": "n", "schema": {}}]);
+        let methods: Vec<Value> = ["lent", "ran", "all"]
+            .iter()
+            .map(|m| json!({"name": m, "params": params, "result": {"name": "r", "schema": {}}}))
+            .collect();
+        let openrpc = json!({"openrpc": "1.3.2", "info": {"title": "t", "version": "1"},
+            "methods": methods});
+        std::fs::write(dir.join("t.openrpc.json"), openrpc.to_string()).expect("openrpc");
+        std::fs::write(
+            dir.join("t.yaml"),
+            "business: t\nbinding: plain\nopenrpc: t.openrpc.json\nbackend:\n  url: http://127.0.0.1:9/base\n\
+             tools:\n  lent:\n    http: POST /items/{id}\n    body: .doc\n\
+             \x20 ran:\n    http: PUT /items/{id}\n    body: '.doc | .'\n\
+             \x20 all:\n    http: PATCH /items/{id}\n",
+        )
+        .expect("mapping");
+        let g = crate::config::load(&[dir.join("t.yaml")]).expect("loads");
+        let _ = std::fs::remove_dir_all(&dir);
+        g
+    }
+
+    /// A body lent from the arguments is the text of the value a program gives (an integer past
+    /// `i64` becomes jq's float either way), and the default body is the arguments less the
+    /// path's variables, as they came: byte for byte what `serde_json` writes of those values
+    /// (escapes, floats, nesting, a missing member's `null`).
+    #[test]
+    fn bodies_written_from_the_call_are_the_values_own_text() {
+        let g = posts();
+        let tool = |name: &str| g.tools.get(name).cloned().expect("tool");
+        let text = |v: &Value| serde_json::to_vec(v).expect("text");
+        for (args, doc) in [
+            (
+                json!({"id": "i", "doc": {"title": "a \"b\"\n\u{1}", "sections": [{"h": 1.5, "t": [true, null]}], "z": {}}}),
+                None,
+            ),
+            (
+                json!({"id": "i", "doc": {"big": 18446744073709551615u64, "neg": -9007199254740993i64}, "n": 2}),
+                Some(json!({"big": 18446744073709551615.0, "neg": -9007199254740993i64})),
+            ),
+            (json!({"id": "i", "doc": [1, "x", {"k": []}]}), None),
+            (
+                json!({"id": "i", "doc": "text", "n": {"deep": {"er": [0.1]}}}),
+                None,
+            ),
+            (json!({"id": "i", "n": 1}), None),
+        ] {
+            let doc = text(&doc.unwrap_or_else(|| args.get("doc").cloned().unwrap_or(Value::Null)));
+            let mut rest = args.clone();
+            rest.as_object_mut().expect("object").remove("id");
+            let body = |name: &str| built(&tool(name), args.clone()).expect("builds").body;
+            assert_eq!(body("lent").as_deref(), Some(&doc[..]), "{args}");
+            assert_eq!(body("ran").as_deref(), Some(&doc[..]), "{args}");
+            assert_eq!(body("all").as_deref(), Some(&text(&rest)[..]), "{args}");
         }
     }
 }
