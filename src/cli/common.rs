@@ -72,9 +72,12 @@ pub fn init_tracing(
     let _ = LOG_SINK.set(sink.clone());
     let fmt = tracing_subscriber::fmt::layer().with_writer(sink);
     let fmt = match format {
-        // The call's span once (`span`), not again as a one-item `spans` list: formatting log
-        // lines was about a tenth of a call's user time (perf, openapi workload).
-        LogFormat::Json => fmt.json().with_span_list(false).boxed(),
+        // tracing-subscriber's JSON line with the call's span once (`span`), not again as a
+        // one-item `spans` list, written by `ops::log_line` (which says why).
+        LogFormat::Json => fmt
+            .fmt_fields(portico::ops::log_line::fields())
+            .event_format(portico::ops::log_line::JsonLine::default())
+            .boxed(),
         // Colour codes only for a terminal: never into files, pipes or log collectors.
         LogFormat::Text => {
             use std::io::IsTerminal;

@@ -23,4 +23,5 @@ mod write;
 pub use read::{Shape, from_slice, from_slice_narrow, read_borrowed, read_nested, read_shaped};
 pub use write::{
     to_string, to_vec, write, write_doc, write_map, write_object, write_str, write_str_bytes,
+    write_str_contents,
 };

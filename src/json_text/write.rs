@@ -118,6 +118,13 @@ pub fn write_str_bytes(bytes: &[u8], out: &mut Vec<u8>) {
     // Room for the text, its quotes, and the escapes of JSON text (about one byte in eight).
     out.reserve(bytes.len() + bytes.len() / 8 + 2);
     out.push(b'"');
+    write_str_contents(bytes, out);
+    out.push(b'"');
+}
+
+/// Appends UTF-8 text escaped as the inside of a JSON string, without its quotes: a string
+/// written in pieces (text formatted as it is written) is its quotes around these.
+pub fn write_str_contents(bytes: &[u8], out: &mut Vec<u8>) {
     let done = if bytes.len() >= 32 {
         escape_blocks(bytes, out)
     } else {
@@ -131,7 +138,6 @@ pub fn write_str_bytes(bytes: &[u8], out: &mut Vec<u8>) {
         rest = &rest[at + 1..];
     }
     out.extend_from_slice(rest);
-    out.push(b'"');
 }
 
 /// Writes the escapes of `bytes` sixteen bytes at a time, and the runs between them, up to

@@ -6,6 +6,7 @@ pub mod admin;
 pub mod alloc;
 pub mod limits;
 pub mod log;
+pub mod log_line;
 pub mod log_sink;
 pub mod metrics;
 pub mod otel;
