@@ -165,15 +165,13 @@ pub fn build(tool: &Tool, call: &Call) -> Result<RestRequest, Failure> {
 
     // The body is written from the call's own tree: a `body` that is a path into the
     // arguments (`.document`, as `portico init` writes for a request body of its own) is lent in
-    // place, and the default body (the arguments less the path's variables) is written member by
-    // member, so neither is copied before it is written.
+    // place, a program the native evaluator runs is written from the document it makes, and the
+    // default body (the arguments less the path's variables) is written member by member: no
+    // `serde_json` value is built only to be written.
     let body = if matches!(tool.method, Method::POST | Method::PUT | Method::PATCH) {
         let mut out = Vec::with_capacity(256);
         match (&tool.body, &call.args) {
-            (Some(t), args) => {
-                let value = t.run_lent(args, false, vars).map_err(transform_err)?;
-                crate::json_text::write(value.as_deref().unwrap_or(&Value::Null), &mut out);
-            }
+            (Some(t), args) => t.run_written(args, vars, &mut out).map_err(transform_err)?,
             (None, Value::Object(obj)) => crate::json_text::write_object(
                 obj.iter()
                     .filter(|(k, _)| !tool.path.variables().any(|var| var == k.as_str())),
@@ -302,8 +300,9 @@ mod tests {
         }
     }
 
-    /// Three POST tools: `lent` sends `.doc` (a path, lent in place), `ran` sends `.doc | .`
-    /// (the same value from a program that runs), `all` sends the default body.
+    /// Four tools with bodies: `lent` sends `.doc` (a path, lent in place), `ran` sends
+    /// `.doc | .` (the same value from a program that runs), `all` sends the default body and
+    /// `made` an object a program builds around `.doc`.
     fn posts() -> crate::config::Gateway {
         let dir = std::env::temp_dir().join(format!(
             "portico-request-posts-{}-{:?}",
@@ -313,7 +312,7 @@ mod tests {
         std::fs::create_dir_all(&dir).expect("temp dir");
         let params = json!([{"name": "id", "schema": {"type": "string"}},
                             {"name": "doc", "schema": {}}, {"name": "n", "schema": {}}]);
-        let methods: Vec<Value> = ["lent", "ran", "all"]
+        let methods: Vec<Value> = ["lent", "ran", "all", "made"]
             .iter()
             .map(|m| json!({"name": m, "params": params, "result": {"name": "r", "schema": {}}}))
             .collect();
@@ -325,7 +324,8 @@ mod tests {
             "business: t\nbinding: plain\nopenrpc: t.openrpc.json\nbackend:\n  url: http://127.0.0.1:9/base\n\
              tools:\n  lent:\n    http: POST /items/{id}\n    body: .doc\n\
              \x20 ran:\n    http: PUT /items/{id}\n    body: '.doc | .'\n\
-             \x20 all:\n    http: PATCH /items/{id}\n",
+             \x20 all:\n    http: PATCH /items/{id}\n\
+             \x20 made:\n    http: POST /made/{id}\n    body: '{z: .n, a: .doc, m: [.doc, {y: 1, b: .n}]}'\n",
         )
         .expect("mapping");
         let g = crate::config::load(&[dir.join("t.yaml")]).expect("loads");
@@ -365,6 +365,11 @@ mod tests {
             assert_eq!(body("lent").as_deref(), Some(&doc[..]), "{args}");
             assert_eq!(body("ran").as_deref(), Some(&doc[..]), "{args}");
             assert_eq!(body("all").as_deref(), Some(&text(&rest)[..]), "{args}");
+            // An object the program builds: keys in order, values as jaq gives them.
+            let d: Value = serde_json::from_slice(&doc).expect("doc");
+            let n = args.get("n").cloned().unwrap_or(Value::Null);
+            let made = json!({"z": n, "a": d, "m": [d, {"y": 1, "b": n}]});
+            assert_eq!(body("made").as_deref(), Some(&text(&made)[..]), "{args}");
         }
     }
 }

@@ -261,6 +261,32 @@ impl Transform {
         Ok(self.run_jaq(input, vars)?.map(Cow::Owned))
     }
 
+    /// Writes the program's output on `input` as JSON text (`null` when it gives none), the
+    /// text [`Transform::run`]'s value would give: a path into the input is written from the
+    /// input in place, a native answer from the document it makes (no `serde_json` value is
+    /// built for it), anything else from jaq's value.
+    pub fn run_written(
+        &self,
+        input: &Value,
+        vars: Vars3<'_>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), RunError> {
+        if let Some(v) = self.at_path(input, false) {
+            crate::json_text::write(v, out);
+            return Ok(());
+        }
+        if self.native.is_some() {
+            let doc = Doc::from_value(input);
+            if let Some(answer) = self.run_doc_native(&doc, false, vars) {
+                crate::json_text::write_doc(answer.as_ref().unwrap_or(&Doc::Null), out);
+                return Ok(());
+            }
+        }
+        let answer = self.run_lent(input, false, vars)?;
+        crate::json_text::write(answer.as_deref().unwrap_or(&Value::Null), out);
+        Ok(())
+    }
+
     /// The one output of a program that is a path of member names into its input (`.a.b`,
     /// [`super::fastjq::Program::input_path`]), read in place: no copy of the input and no
     /// run. `None` when the program is anything else, when a value on the way is neither an
