@@ -12,7 +12,7 @@
 //! buffer past [`LIMIT`] is written out by the thread that filled it, as a direct write would.
 
 use std::io::Write;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 /// How long the writer thread gathers lines after the first one before writing them out.
@@ -33,9 +33,9 @@ struct Inner {
 impl Inner {
     /// Buffers `line`; writes the buffer out at once when it is full or no writer thread runs.
     fn push(&self, line: &[u8]) {
-        let Ok(mut lines) = self.lines.lock() else {
-            return;
-        };
+        // A poisoned lock still holds whole lines (a panic cannot stop a copy half way):
+        // lines are never dropped for it.
+        let mut lines = self.lines.lock().unwrap_or_else(PoisonError::into_inner);
         let was_empty = lines.is_empty();
         lines.extend_from_slice(line);
         let full = lines.len() >= LIMIT;
@@ -53,13 +53,12 @@ impl Inner {
 
     /// Writes every buffered line to the output, in order.
     fn write_out(&self) {
-        let Ok(mut out) = self.out.lock() else {
-            return;
-        };
+        let mut out = self.out.lock().unwrap_or_else(PoisonError::into_inner);
         let (output, spare) = &mut *out;
-        if let Ok(mut lines) = self.lines.lock() {
-            std::mem::swap(&mut *lines, spare);
-        }
+        std::mem::swap(
+            &mut *self.lines.lock().unwrap_or_else(PoisonError::into_inner),
+            spare,
+        );
         if !spare.is_empty() {
             // A closed or failing stderr loses the lines, as a direct write would.
             let _ = output.write_all(spare);
@@ -241,6 +240,21 @@ mod tests {
         // The line that fills the buffer writes it out at once.
         assert_eq!(seen.writes(), 1);
         assert_eq!(seen.text().len(), LIMIT);
+    }
+
+    #[test]
+    fn a_poisoned_buffer_still_takes_and_writes_lines() {
+        let seen = Seen::default();
+        let sink = Sink::unstarted(seen.clone());
+        let inner = sink.inner.clone();
+        let _ = std::thread::spawn(move || {
+            let _held = inner.lines.lock();
+            panic!("poisons the buffer");
+        })
+        .join();
+        assert!(sink.inner.lines.is_poisoned());
+        log(&sink, "kept\n");
+        assert_eq!(seen.text(), "kept\n");
     }
 
     #[test]
