@@ -346,6 +346,18 @@ fn both_fixed(
     (v, path)
 }
 
+/// Whether `tool`'s output schema check passes `answer` as its text is read, with no tree
+/// built (`translate::doc_schema::object_passes`, the hot path's first try).
+fn checked_as_read(mapping: PathBuf, tool: &str, answer: &[u8]) -> bool {
+    // SAFETY: set before any thread of this test reads the environment for the mapping.
+    unsafe { std::env::set_var("PORTICO_BENCH_BACKEND_PORT", "9") };
+    let g = portico::config::load(&[mapping]).expect("workload mapping loads");
+    let t = g.tools.get(tool).expect("workload tool");
+    let check = t.output_check();
+    assert!(check.is_some(), "{tool} has an output schema");
+    portico::translate::doc_schema::object_passes(check, answer).is_some()
+}
+
 fn workload_ucp_args() -> Value {
     json!({"id": "Q-5001", "meta": {"ucp-agent": {"profile": "https://platform.example/p.json"}},
         "booking": {"property": {"id": "HH-LIS"}, "stays": [{"accommodation_type": {"id": "DBL"},
@@ -373,6 +385,10 @@ fn the_openapi_workload_takes_the_hot_path_and_answers_as_the_tree_path() {
     assert_eq!(
         v["structuredContent"]["openings"][0]["ref"],
         "MASSAGE-60@2026-12-01T09:00"
+    );
+    assert!(
+        checked_as_read(mapping.clone(), "list_openings", &fixture("openings.json")),
+        "the generated schema is checked on the text, no tree built"
     );
     // Integers past i64 and past u64: whichever path answers, both agree; neither text is
     // passed through (another reader could round it).
@@ -449,12 +465,17 @@ fn the_large_workload_takes_the_hot_path_and_answers_as_the_tree_path() {
     let args =
         json!({"folder_id": "F-1", "document": {"title": "Harbour log", "sections": sections}});
     let (v, path) = both_fixed(
-        mapping,
+        mapping.clone(),
         "put_document",
         args,
         200,
         fixture("documents.json"),
     );
     assert_eq!(path, Took::Passed);
+    assert!(checked_as_read(
+        mapping,
+        "put_document",
+        &fixture("documents.json")
+    ));
     assert_eq!(v["structuredContent"]["documents"][95]["id"], "DOC-0095");
 }

@@ -14,12 +14,14 @@
 //! The same reader builds a borrowed [`Doc`] ([`read_borrowed`]) whose escape-free strings and
 //! keys are slices of the input, with the value and errors it would give as a `Value`.
 
+mod cursor;
 mod read;
 mod scan;
 #[cfg(test)]
 mod tests;
 mod write;
 
+pub use cursor::{Cursor, Next, repeats};
 pub use read::{Shape, from_slice, from_slice_narrow, read_borrowed, read_nested, read_shaped};
 pub use write::{
     to_string, to_vec, write, write_doc, write_map, write_object, write_str, write_str_bytes,

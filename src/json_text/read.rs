@@ -1,7 +1,7 @@
 //! Reads JSON text into a `serde_json::Value` or a borrowed [`Doc`]: exactly the value (or
 //! error) `serde_json::from_slice` gives, handing anything it does not read itself to serde_json.
 
-use super::scan::first_escape;
+use super::cursor::{Cursor, Next};
 use crate::json_doc::{self, Doc};
 use serde_json::{Map, Number, Value};
 use std::borrow::Cow;
@@ -71,9 +71,8 @@ fn read_shape<'t, B: Build<'t>>(
     }
 }
 
-/// Deepest nesting the fast reader takes; deeper documents go to serde_json (its own limit is
-/// 127 levels, so this never decides an answer).
-pub(super) const READ_DEPTH: usize = 100;
+#[cfg(test)]
+pub(super) use super::cursor::READ_DEPTH;
 
 /// The document, when the fast reader reads it all; `None` hands it to serde_json.
 pub(super) fn read(bytes: &[u8]) -> Option<Value> {
@@ -213,124 +212,59 @@ struct Read<B> {
 
 /// `numbers`: hold each number read by serde_json against the writer's form (`reshaped`).
 fn read_doc<'t, B: Build<'t>>(bytes: &'t [u8], numbers: bool) -> Option<Read<B>> {
-    let text = std::str::from_utf8(bytes).ok()?;
     let mut r = Reader::<B> {
-        text,
-        at: 0,
-        depth: 0,
-        deepest: 0,
-        wide: false,
+        c: Cursor::new(bytes, numbers)?,
         repeated: false,
-        reshaped: false,
-        numbers,
         items: Vec::new(),
         members: Vec::new(),
     };
-    r.ws();
     let value = r.value()?;
-    r.ws();
-    (r.at == bytes.len()).then_some(Read {
+    r.c.finish().then_some(Read {
         value,
-        deepest: r.deepest,
-        wide: r.wide,
+        deepest: r.c.deepest,
+        wide: r.c.wide,
         repeated: r.repeated,
-        reshaped: r.reshaped,
+        reshaped: r.c.reshaped,
     })
 }
 
-/// A cursor over valid UTF-8 JSON text. Containers being read keep their items on shared
+/// A [`Cursor`] over the text and the containers being read: they keep their items on shared
 /// stacks, innermost last, so each array is allocated once, at its final size.
 struct Reader<'t, B: Build<'t>> {
-    text: &'t str,
-    at: usize,
-    depth: usize,
-    deepest: usize,
-    /// An integer past `i64` was read.
-    wide: bool,
+    c: Cursor<'t>,
     /// An object repeated a key.
     repeated: bool,
-    /// A number's text is not the one the writer writes for its value.
-    reshaped: bool,
-    /// Whether `reshaped` is looked for.
-    numbers: bool,
     items: Vec<B>,
     members: Vec<(B::Text, B)>,
 }
 
 impl<'t, B: Build<'t>> Reader<'t, B> {
-    fn peek(&self) -> Option<u8> {
-        self.text.as_bytes().get(self.at).copied()
-    }
-
-    fn ws(&mut self) {
-        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
-            self.at += 1;
-        }
-    }
-
     fn value(&mut self) -> Option<B> {
-        match self.peek()? {
-            b'"' => self.string().map(B::string),
-            b'{' => self.object(),
-            b'[' => self.array(),
-            b't' => self.word("true", B::bool(true)),
-            b'f' => self.word("false", B::bool(false)),
-            b'n' => self.word("null", B::null()),
-            b'-' | b'0'..=b'9' => self.number(),
-            _ => None,
+        match self.c.next()? {
+            Next::String => self.string().map(B::string),
+            Next::Object => self.object(),
+            Next::Array => self.array(),
+            Next::Bool | Next::Null => match self.c.literal()? {
+                Value::Bool(b) => Some(B::bool(b)),
+                _ => Some(B::null()),
+            },
+            Next::Number => self.c.number().map(B::number),
         }
     }
 
-    fn word(&mut self, word: &str, value: B) -> Option<B> {
-        let rest = self.text.as_bytes().get(self.at..)?;
-        rest.starts_with(word.as_bytes()).then(|| {
-            self.at += word.len();
-            value
-        })
-    }
-
-    /// Opens a container (the reader is at its bracket); true when it is empty (and closed).
-    fn open(&mut self, close: u8) -> Option<bool> {
-        self.at += 1;
-        self.depth += 1;
-        self.deepest = self.deepest.max(self.depth);
-        self.ws();
-        if self.depth > READ_DEPTH {
-            return None;
-        }
-        if self.peek()? == close {
-            self.at += 1;
-            self.depth -= 1;
-            return Some(true);
-        }
-        Some(false)
-    }
-
-    /// After an item: `,` (and more) or the closing bracket; true when closed.
-    fn next_or_close(&mut self, close: u8) -> Option<bool> {
-        self.ws();
-        let b = self.peek()?;
-        self.at += 1;
-        if b == close {
-            self.depth -= 1;
-            Some(true)
-        } else if b == b',' {
-            self.ws();
-            Some(false)
-        } else {
-            None
-        }
+    fn string(&mut self) -> Option<B::Text> {
+        self.c.string().map(text::<B>)
     }
 
     fn array(&mut self) -> Option<B> {
-        if self.open(b']')? {
+        if self.c.open(b']')? {
             return Some(B::array(Vec::new()));
         }
         let start = self.items.len();
         loop {
             let item = self.value()?;
             self.items.push(item);
-            if self.next_or_close(b']')? {
+            if self.c.next_or_close(b']')? {
                 return Some(B::array(self.items.split_off(start)));
             }
         }
@@ -338,178 +272,25 @@ impl<'t, B: Build<'t>> Reader<'t, B> {
 
     fn object(&mut self) -> Option<B> {
         let start = self.members.len();
-        if self.open(b'}')? {
+        if self.c.open(b'}')? {
             return Some(B::object(self.members.drain(start..), &mut self.repeated));
         }
         loop {
-            if self.peek()? != b'"' {
-                return None;
-            }
-            let key = self.string()?;
-            self.ws();
-            if self.peek()? != b':' {
-                return None;
-            }
-            self.at += 1;
-            self.ws();
+            let key = text::<B>(self.c.key()?);
             let value = self.value()?;
             self.members.push((key, value));
-            if self.next_or_close(b'}')? {
+            if self.c.next_or_close(b'}')? {
                 return Some(B::object(self.members.drain(start..), &mut self.repeated));
             }
         }
     }
-
-    /// A string's contents (the reader is at its opening quote). Runs between escapes are
-    /// found eight bytes at a time; all of them start and end at ASCII bytes, so they are
-    /// whole characters of the (already checked) text. A string without escapes is taken as
-    /// a slice of the text ([`Build::borrowed`]).
-    fn string(&mut self) -> Option<B::Text> {
-        let bytes = self.text.as_bytes();
-        let start = self.at + 1;
-        let mut at = start + first_escape(bytes.get(start..)?)?;
-        if bytes.get(at) == Some(&b'"') {
-            self.at = at + 1;
-            return self.text.get(start..at).map(B::borrowed);
-        }
-        let mut s = String::with_capacity(at - start + 16);
-        let mut from = start;
-        loop {
-            s.push_str(self.text.get(from..at)?);
-            match bytes.get(at)? {
-                b'"' => {
-                    self.at = at + 1;
-                    return Some(B::owned(s));
-                }
-                b'\\' => {
-                    let esc = *bytes.get(at + 1)?;
-                    at += 2;
-                    match esc {
-                        b'"' => s.push('"'),
-                        b'\\' => s.push('\\'),
-                        b'/' => s.push('/'),
-                        b'b' => s.push('\u{8}'),
-                        b'f' => s.push('\u{c}'),
-                        b'n' => s.push('\n'),
-                        b'r' => s.push('\r'),
-                        b't' => s.push('\t'),
-                        b'u' => {
-                            let (c, len) = unicode_escape(bytes.get(at..)?)?;
-                            s.push(c);
-                            at += len;
-                        }
-                        _ => return None,
-                    }
-                }
-                // A control character: serde_json refuses it, with its own message.
-                _ => return None,
-            }
-            from = at;
-            at = from + first_escape(bytes.get(from..)?)?;
-        }
-    }
-
-    /// A number. Integers of up to 18 digits are read here; fractions, exponents, longer
-    /// integers and `-0` (a float to serde_json) are read by serde_json from their own text.
-    fn number(&mut self) -> Option<B> {
-        let bytes = self.text.as_bytes();
-        let start = self.at;
-        let neg = bytes.get(start) == Some(&b'-');
-        let digits = start + usize::from(neg);
-        let mut at = skip_digits(bytes, digits);
-        let n = at - digits;
-        // JSON allows no leading zero.
-        if n == 0 || (n > 1 && bytes.get(digits) == Some(&b'0')) {
-            return None;
-        }
-        let plain = !matches!(bytes.get(at), Some(b'.' | b'e' | b'E'));
-        if plain && n <= 18 {
-            let m = bytes
-                .get(digits..at)?
-                .iter()
-                .fold(0u64, |m, d| m * 10 + u64::from(d - b'0'));
-            if !neg {
-                self.at = at;
-                return Some(B::number(Number::from(m)));
-            }
-            if m != 0 {
-                self.at = at;
-                // 18 digits stay below 2^63.
-                return Some(B::number(Number::from(-i64::try_from(m).ok()?)));
-            }
-        }
-        if bytes.get(at) == Some(&b'.') {
-            let from = at + 1;
-            at = skip_digits(bytes, from);
-            if at == from {
-                return None;
-            }
-        }
-        if let Some(b'e' | b'E') = bytes.get(at) {
-            at += 1;
-            if let Some(b'+' | b'-') = bytes.get(at) {
-                at += 1;
-            }
-            let from = at;
-            at = skip_digits(bytes, from);
-            if at == from {
-                return None;
-            }
-        }
-        let text = self.text.get(start..at)?;
-        let Ok(Value::Number(n)) = serde_json::from_str::<Value>(text) else {
-            return None;
-        };
-        self.wide |= n.as_i64().is_none() && !n.is_f64();
-        if self.numbers && !self.reshaped {
-            self.reshaped = !written_as(&n, text);
-        }
-        self.at = at;
-        Some(B::number(n))
-    }
 }
 
-/// True when `n` is written as `text` (serde_json's shortest form; the text of at most 32
-/// bytes, more than any number serde_json writes).
-fn written_as(n: &Number, text: &str) -> bool {
-    let mut buf = [0u8; 32];
-    let mut w = std::io::Cursor::new(&mut buf[..]);
-    if serde_json::to_writer(&mut w, n).is_err() {
-        return false;
+/// A string or key the cursor read, as `B` holds it.
+#[inline]
+fn text<'t, B: Build<'t>>(s: Cow<'t, str>) -> B::Text {
+    match s {
+        Cow::Borrowed(s) => B::borrowed(s),
+        Cow::Owned(s) => B::owned(s),
     }
-    let len = usize::try_from(w.position()).unwrap_or(usize::MAX);
-    buf.get(..len) == Some(text.as_bytes())
-}
-
-fn skip_digits(bytes: &[u8], mut at: usize) -> usize {
-    while let Some(b'0'..=b'9') = bytes.get(at) {
-        at += 1;
-    }
-    at
-}
-
-fn hex4(bytes: &[u8]) -> Option<u32> {
-    let digits = bytes.get(..4)?;
-    digits.iter().try_fold(0u32, |n, &b| {
-        let d = (b as char).to_digit(16)?;
-        Some(n * 16 + d)
-    })
-}
-
-/// The character of a `\u` escape (the bytes after `\u`) and how many bytes it took: a
-/// surrogate pair is one character; a lone surrogate goes to serde_json.
-fn unicode_escape(bytes: &[u8]) -> Option<(char, usize)> {
-    let first = hex4(bytes)?;
-    if let Some(c) = char::from_u32(first) {
-        return Some((c, 4));
-    }
-    if !(0xD800..0xDC00).contains(&first) || bytes.get(4..6)? != b"\\u" {
-        return None;
-    }
-    let second = hex4(bytes.get(6..)?)?;
-    if !(0xDC00..0xE000).contains(&second) {
-        return None;
-    }
-    let c = char::from_u32(0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00))?;
-    Some((c, 10))
 }

@@ -11,6 +11,8 @@
 //! ([`super::summary::render_doc`]) and the writer writes it ([`crate::json_text::write_doc`]),
 //! unless it is the backend's object unchanged: then `structuredContent` and its text block are
 //! the backend's own text (members in its order, not sorted as the tree path writes them).
+//! When nothing else looks at such an answer, its text is checked against the output schema as
+//! it is read ([`super::doc_schema::object_passes`]) and no [`Doc`] is built at all.
 //! Every "not sure" along the way (jaq must answer, a business outcome, an answer the native
 //! check does not pass, a summary MiniJinja must render) returns `None`, and the caller runs the
 //! tree path, which decides and reports exactly as before.
@@ -38,6 +40,9 @@ pub fn written(tool: &Tool, call: &Call, resp: &RestResponse) -> Option<Reply> {
         None => None,
         Some(_) => Some(tool.output_check()?),
     };
+    if let Some(text) = as_written(tool, check, &resp.body) {
+        return Some(reply(tool, call, Some(text), None));
+    }
     // A malformed or empty body: the tree path reports it.
     let (body, shape) = crate::json_text::read_shaped(&resp.body).ok()?;
     let narrow = shape.narrow;
@@ -84,14 +89,19 @@ pub fn written(tool: &Tool, call: &Call, resp: &RestResponse) -> Option<Reply> {
             Bytes::from(out)
         })
     });
-    // The text: the summary for a success (business errors keep the JSON text), else the
-    // JSON text of structuredContent, else "OK" (as `Binding::render` and `forward::finish`).
     let summary = match (&tool.summary, &structured) {
         (Some(env), Some(sc)) if !business_error(sc) => {
             Some(super::summary::render_doc(env, sc, &call.args)?)
         }
         _ => None,
     };
+    Some(reply(tool, call, sc_text, summary))
+}
+
+/// The reply: `structuredContent`'s JSON text and the text block, the summary for a success
+/// (business errors keep the JSON text), else the JSON text of structuredContent, else "OK"
+/// (as `Binding::render` and `forward::finish`).
+fn reply(tool: &Tool, call: &Call, sc_text: Option<Bytes>, summary: Option<String>) -> Reply {
     let text_len = match (&summary, &sc_text) {
         (Some(text), _) => text.len(),
         // JSON text as a string: about one byte in eight is a quote to escape.
@@ -109,16 +119,39 @@ pub fn written(tool: &Tool, call: &Call, resp: &RestResponse) -> Option<Reply> {
     content.extend_from_slice(b",\"type\":\"text\"}]");
     let mut meta = Map::new();
     if let Some(c) = &call.meta.correlation_id
-        && binding.kind == Kind::Usp
+        && tool.business.binding.kind == Kind::Usp
     {
         meta.insert("usp".into(), json!({ "correlation_id": c }));
     }
-    Some(Reply::Written(Written {
+    Reply::Written(Written {
         meta,
         content,
         structured: sc_text,
         complete: false,
-    }))
+    })
+}
+
+/// The backend's text, when its answer becomes `structuredContent` unchanged and nothing but
+/// the output schema looks at it: no `result` program, no null dropping, no business-message
+/// program, no summary, a binding that keeps an object body as it is, and text that
+/// [`object_passes`](super::doc_schema::object_passes) reads as one faithful object surely
+/// valid against the output schema, without building it. `None` leaves the answer to the
+/// reading into a [`Doc`] below, which decides (and answers the same for these texts).
+fn as_written(
+    tool: &Tool,
+    check: Option<&super::doc_schema::DocSchema>,
+    body: &Bytes,
+) -> Option<Bytes> {
+    let unchanged = tool.result.is_none()
+        && !tool.drop_nulls
+        && tool.business_messages.is_none()
+        && tool.summary.is_none()
+        && tool.business.binding.keeps_object_body();
+    if !unchanged {
+        return None;
+    }
+    super::doc_schema::object_passes(check, body)?;
+    trimmed(body)
 }
 
 /// The backend's text of its answer, when that answer becomes `structuredContent` unchanged:
@@ -137,6 +170,11 @@ fn passed_through(tool: &Tool, body: &Bytes, answer: &Doc<'_>, shape: Shape) -> 
     if !unchanged {
         return None;
     }
+    trimmed(body)
+}
+
+/// The body without its surrounding whitespace: a slice, not a copy.
+fn trimmed(body: &Bytes) -> Option<Bytes> {
     let ws = |b: &u8| matches!(b, b' ' | b'\n' | b'\t' | b'\r');
     let start = body.iter().position(|b| !ws(b))?;
     let end = body.iter().rposition(|b| !ws(b))? + 1;

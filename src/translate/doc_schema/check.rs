@@ -202,7 +202,7 @@ impl DocSchema {
     }
 }
 
-fn count_within(n: usize, min: Option<usize>, max: Option<usize>) -> Tri {
+pub(super) fn count_within(n: usize, min: Option<usize>, max: Option<usize>) -> Tri {
     if min.is_some_and(|m| n < m) || max.is_some_and(|m| n > m) {
         Tri::Invalid
     } else {
@@ -210,7 +210,7 @@ fn count_within(n: usize, min: Option<usize>, max: Option<usize>) -> Tri {
     }
 }
 
-fn type_matches(types: u8, doc: &Doc<'_>) -> Tri {
+pub(super) fn type_matches(types: u8, doc: &Doc<'_>) -> Tri {
     let kind = match doc {
         Doc::Null => NULL,
         Doc::Bool(_) => BOOL,

@@ -365,16 +365,7 @@ impl Compiler<'_> {
             && k.conditional.is_none()
             && k.contains.is_none()
             && k.property_names.is_none()
-            && [
-                k.min_items,
-                k.max_items,
-                k.min_length,
-                k.max_length,
-                k.min_properties,
-                k.max_properties,
-            ]
-            .iter()
-            .all(Option::is_none);
+            && k.unbounded();
         match k.types {
             Some(t) if only_type => Node::Type(t),
             _ => Node::Schema(Box::new(k)),

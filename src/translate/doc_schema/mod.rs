@@ -11,6 +11,7 @@
 //! is handed whole to a `jsonschema` validator compiled for it alone, with the node's value: so
 //! regular expressions keep jsonschema's ECMA-262 meaning. Anything else answers "not sure",
 //! and the caller asks `jsonschema` about the whole answer, which also explains a failure.
+//! [`object_passes`] runs the same check on an answer's text as it is read, building no tree.
 
 mod check;
 mod compile;
@@ -18,5 +19,7 @@ mod node;
 mod pin;
 #[cfg(test)]
 mod tests;
+mod text;
 
 pub use node::DocSchema;
+pub use text::object_passes;

@@ -62,6 +62,22 @@ pub(super) struct Keywords {
     pub(super) max_properties: Option<usize>,
 }
 
+impl Keywords {
+    /// No count or length bound (`minItems` ... `maxProperties`).
+    pub(super) fn unbounded(&self) -> bool {
+        [
+            self.min_items,
+            self.max_items,
+            self.min_length,
+            self.max_length,
+            self.min_properties,
+            self.max_properties,
+        ]
+        .iter()
+        .all(Option::is_none)
+    }
+}
+
 /// A tool's output schema compiled for [`DocSchema::surely_valid`].
 #[derive(Debug)]
 pub struct DocSchema {

@@ -23,7 +23,90 @@ fn sure(schema: &Value, v: &Value) -> bool {
             "surely valid but jsonschema rejects {v} against {schema}"
         );
     }
+    text_agrees(&s, v, native);
     native
+}
+
+/// The check of the value's text as it is read (`object_passes`), compact and pretty-printed,
+/// against the check of its tree (`native`): it passes only an object the tree check passes,
+/// and passes every such object (the values here have fewer than 64 properties an object and
+/// no integer past `i64`).
+fn text_agrees(s: &DocSchema, v: &Value, native: bool) {
+    for text in [
+        serde_json::to_vec(v).expect("json"),
+        serde_json::to_vec_pretty(v).expect("json"),
+    ] {
+        let passes = super::object_passes(Some(s), &text).is_some();
+        if passes {
+            assert!(native && v.is_object(), "text passes, tree does not: {v}");
+        }
+        if native && v.is_object() && !has_wide_integer(v) {
+            assert!(passes, "tree passes, text does not: {v}");
+        }
+    }
+}
+
+/// An integer past `i64` anywhere in `v` (the text check leaves those to the tree path).
+fn has_wide_integer(v: &Value) -> bool {
+    match v {
+        Value::Number(n) => n.is_u64() && n.as_i64().is_none(),
+        Value::Array(items) => items.iter().any(has_wide_integer),
+        Value::Object(m) => m.values().any(has_wide_integer),
+        _ => false,
+    }
+}
+
+/// What only the text shows: whitespace, escapes, repeated keys, numbers not in the writer's
+/// form, integers past `i64`, trailing text, and a document that is not an object.
+#[test]
+fn the_text_check_passes_only_faithful_objects() {
+    let schema = json!({"type": "object", "required": ["a"],
+        "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}});
+    let s = DocSchema::compile(&schema);
+    let passes = |t: &str| super::object_passes(Some(&s), t.as_bytes()).is_some();
+    let any = |t: &str| super::object_passes(None, t.as_bytes()).is_some();
+    for good in [
+        r#"{"a":1,"b":"x"}"#,
+        " \n{ \"a\" : 1 , \"b\" : \"x\\u00e9\\n\" }\r\n",
+        r#"{"a":-7,"c":[1,{"d":null},2.5,"s"],"e":{"f":true,"g":false}}"#,
+        // An escaped key is the key it decodes to.
+        r#"{"\u0061":1}"#,
+    ] {
+        assert!(passes(good), "{good}");
+        assert!(any(good), "{good}");
+    }
+    for bad in [
+        r#"{"a":1,"a":2}"#,
+        r#"{"\u0061":1,"a":2}"#,
+        r#"{"a":1,"c":1,"c":2}"#,
+        r#"{"a":1,"c":{"d":1,"d":1}}"#,
+        r#"{"a":1,"c":[{"d":1,"e":2,"f":3,"g":4,"h":5,"i":6,"j":7,"k":8,"l":9,"d":1}]}"#,
+        r#"{"a":1,"c":1E2}"#,
+        r#"{"a":1,"c":1.50}"#,
+        r#"{"a":1,"c":18446744073709551615}"#,
+        r#"{"a":1} x"#,
+        r#"{"a":1"#,
+        r#"{"a":1,}"#,
+        r#"{"a":01}"#,
+        r#"[{"a":1}]"#,
+        "\"a\"",
+        "",
+        "{\"a\":1,\"b\":\"\u{1}\"}",
+    ] {
+        assert!(!passes(bad), "{bad}");
+        assert!(!any(bad), "{bad}");
+    }
+    // The schema's answers: a missing required name, a wrong type, an integer-valued float
+    // (an integer to jsonschema, left undecided by the native check).
+    for invalid in [
+        r#"{"b":"x"}"#,
+        r#"{"a":"1"}"#,
+        r#"{"a":1,"b":2}"#,
+        r#"{"a":1.0}"#,
+    ] {
+        assert!(!passes(invalid), "{invalid}");
+        assert!(any(invalid), "{invalid}");
+    }
 }
 
 #[test]
@@ -451,8 +534,10 @@ proptest! {
             doc.insert(e, json!(2));
         }
         let doc = Value::Object(doc);
-        let native = DocSchema::compile(&schema).surely_valid(&Doc::from_value(&doc));
+        let compiled = DocSchema::compile(&schema);
+        let native = compiled.surely_valid(&Doc::from_value(&doc));
         prop_assert_eq!(native, validator(&schema).is_valid(&doc), "{} against {}", doc, schema);
+        text_agrees(&compiled, &doc, native);
     }
 }
 
@@ -468,9 +553,11 @@ proptest! {
                 cases.push(m);
             }
             for c in cases {
-                if native.surely_valid(&Doc::from_value(&c)) {
+                let sure = native.surely_valid(&Doc::from_value(&c));
+                if sure {
                     prop_assert!(check.is_valid(&c), "{} against {}", c, schema);
                 }
+                text_agrees(native, &c, sure);
             }
         }
     }
@@ -519,10 +606,12 @@ fn mutated_real_answers_are_never_wrongly_valid() {
         let mut m = answer.clone();
         mutate(&mut m, seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 7);
         total += 1;
-        if native.surely_valid(&Doc::from_value(&m)) {
+        let sure = native.surely_valid(&Doc::from_value(&m));
+        if sure {
             sure_count += 1;
             assert!(check.is_valid(&m), "{m}");
         }
+        text_agrees(&native, &m, sure);
     }
     assert!(
         sure_count > 0 && sure_count < total,

@@ -1,0 +1,229 @@
+//! The check of an answer's JSON text against a compiled [`DocSchema`] as the text is read,
+//! building no tree: for an answer that becomes `structuredContent` as the backend wrote it.
+//! It never answers valid where [`DocSchema::surely_valid`] on the [`Doc`] read from the same
+//! text would not, and never passes text that is not faithful (see [`Shape`]).
+//!
+//! An object, array or scalar whose subschema holds only keywords that look at one value at a
+//! time (`type`, `properties`, `required`, `additionalProperties`, `items`, string `enum`,
+//! counts and lengths, a lone `$ref`) is checked as it is read. Any other subschema
+//! (combinators, conditionals, `contains`, `propertyNames`, a leaf `jsonschema` checks) is
+//! given the [`Doc`] of that value alone, read from its own text, and checked as the tree
+//! check checks it. Anything this walk is not sure of ends it, and the caller reads the whole
+//! answer into a [`Doc`] as before.
+
+use super::check::{count_within, type_matches};
+use super::node::{
+    ARRAY, BOOL, DocSchema, Keywords, MAX_DEPTH, NULL, Node, OBJECT, STRING, Tri, prefix,
+};
+use crate::json_doc::Doc;
+use crate::json_text::{Cursor, Next, Shape};
+use std::borrow::Cow;
+
+/// The [`Shape`] of `bytes` when they are one JSON object, read whole, without an integer past
+/// `i64`, faithful, and surely valid against `schema` (any object when `None`). `None` says
+/// nothing about the text: the caller reads it into a [`Doc`] and decides there.
+pub fn object_passes(schema: Option<&DocSchema>, bytes: &[u8]) -> Option<Shape> {
+    let mut walk = Walk {
+        schema,
+        c: Cursor::new(bytes, true)?,
+        keys: Vec::new(),
+    };
+    if walk.c.next()? != Next::Object {
+        return None;
+    }
+    walk.value(schema.map(|s| s.root), 0)?;
+    if !walk.c.finish() {
+        return None;
+    }
+    let (narrow, faithful) = walk.c.narrow_and_faithful();
+    (narrow && faithful).then_some(Shape { narrow, faithful })
+}
+
+/// A schema-guided read: `Some(())` when the value read is surely valid against its node.
+struct Walk<'s, 't> {
+    schema: Option<&'s DocSchema>,
+    c: Cursor<'t>,
+    /// The keys not among `properties` of the objects being read, innermost last: a repeated
+    /// one makes the text unfaithful.
+    keys: Vec<Cow<'t, str>>,
+}
+
+/// Whether a subschema's keywords each look at one value at a time (see the module header).
+fn streams(k: &Keywords) -> bool {
+    k.any_of.is_empty()
+        && k.one_of.is_empty()
+        && k.not.is_none()
+        && k.conditional.is_none()
+        && k.contains.is_none()
+        && k.property_names.is_none()
+        && (k.all_of.is_empty() || lone_ref(k).is_some())
+}
+
+/// The one subschema of a node that holds nothing else (a `$ref` alone, or `allOf` of one).
+fn lone_ref(k: &Keywords) -> Option<usize> {
+    let [only] = k.all_of.as_slice() else {
+        return None;
+    };
+    let alone = k.types.is_none()
+        && k.required_bits == 0
+        && k.properties.is_empty()
+        && k.additional.is_none()
+        && k.items.is_none()
+        && k.strings.is_none()
+        && k.unbounded();
+    alone.then_some(*only)
+}
+
+/// `Some(())` for [`Tri::Valid`].
+fn sure(t: Tri) -> Option<()> {
+    (t == Tri::Valid).then_some(())
+}
+
+/// The bit of `types` for a value that starts as `next` (numbers are decided on their value).
+fn kind(next: Next) -> u8 {
+    match next {
+        Next::Null => NULL,
+        Next::Bool => BOOL,
+        Next::String => STRING,
+        Next::Array => ARRAY,
+        Next::Object => OBJECT,
+        Next::Number => 0,
+    }
+}
+
+impl Walk<'_, '_> {
+    fn value(&mut self, node: Option<usize>, depth: u32) -> Option<()> {
+        let (Some(schema), Some(at)) = (self.schema, node) else {
+            return self.c.skip_value();
+        };
+        match schema.nodes.get(at)? {
+            Node::True => self.c.skip_value(),
+            Node::Type(types) => self.typed(*types),
+            Node::Schema(k) if depth <= MAX_DEPTH && streams(k) => match lone_ref(k) {
+                Some(only) => self.value(Some(only), depth + 1),
+                None => self.keywords(k, depth),
+            },
+            Node::Schema(_) | Node::Leaf(_) => self.whole(schema, at, depth),
+            Node::False | Node::Unknown => None,
+        }
+    }
+
+    /// A value against `type` alone.
+    fn typed(&mut self, types: u8) -> Option<()> {
+        match self.c.next()? {
+            Next::Number => {
+                let n = self.c.number()?;
+                sure(type_matches(types, &Doc::Num(n)))
+            }
+            next => {
+                if types & kind(next) == 0 {
+                    return None;
+                }
+                self.c.skip_value()
+            }
+        }
+    }
+
+    /// A value against a subschema this walk does not check as it reads: the tree check of
+    /// the value's own [`Doc`].
+    fn whole(&mut self, schema: &DocSchema, at: usize, depth: u32) -> Option<()> {
+        let from = self.c.at();
+        self.c.skip_value()?;
+        let text = self.c.since(from)?;
+        let (doc, _) = crate::json_text::read_borrowed(text).ok()?;
+        sure(schema.check(at, &doc, depth))
+    }
+
+    fn keywords(&mut self, k: &Keywords, depth: u32) -> Option<()> {
+        let next = self.c.next()?;
+        if k.strings.is_some() && next != Next::String {
+            return None;
+        }
+        if let Some(types) = k.types
+            && next != Next::Number
+            && types & kind(next) == 0
+        {
+            return None;
+        }
+        match next {
+            Next::Object => self.object(k, depth),
+            Next::Array => {
+                let mut count = 0;
+                if !self.c.open(b']')? {
+                    loop {
+                        self.value(k.items, depth + 1)?;
+                        count += 1;
+                        if self.c.next_or_close(b']')? {
+                            break;
+                        }
+                    }
+                }
+                sure(count_within(count, k.min_items, k.max_items))
+            }
+            Next::String => {
+                let s = self.c.string()?;
+                if let Some(strings) = &k.strings
+                    && !strings.iter().any(|x| **x == *s)
+                {
+                    return None;
+                }
+                if k.min_length.is_some() || k.max_length.is_some() {
+                    sure(count_within(s.chars().count(), k.min_length, k.max_length))?;
+                }
+                Some(())
+            }
+            Next::Number => {
+                let n = self.c.number()?;
+                match k.types {
+                    Some(types) => sure(type_matches(types, &Doc::Num(n))),
+                    None => Some(()),
+                }
+            }
+            Next::Null | Next::Bool => self.c.literal().map(drop),
+        }
+    }
+
+    /// An object: each member against its property's subschema or `additionalProperties`,
+    /// the properties found as bits for `required`, the other keys kept to find a repeat.
+    fn object(&mut self, k: &Keywords, depth: u32) -> Option<()> {
+        let start = self.keys.len();
+        let mut found = 0u64;
+        let mut count = 0;
+        if !self.c.open(b'}')? {
+            loop {
+                let key = self.c.key()?;
+                count += 1;
+                let kp = prefix(&key);
+                match k.properties.binary_search_by(|p| p.cmp_key(kp, &key)) {
+                    Ok(i) => {
+                        // Past the 64 bits a repeat would go unseen: the tree check decides.
+                        let bit = 1u64.checked_shl(u32::try_from(i).ok()?)?;
+                        if found & bit != 0 {
+                            return None;
+                        }
+                        found |= bit;
+                        self.value(Some(k.properties.get(i)?.node), depth + 1)?;
+                    }
+                    Err(_) => {
+                        self.value(k.additional, depth + 1)?;
+                        self.keys.push(key);
+                    }
+                }
+                if self.c.next_or_close(b'}')? {
+                    break;
+                }
+            }
+        }
+        let others = self.keys.get_mut(start..)?;
+        // Required names that are not among the first 64 properties: a name past them would
+        // have ended the walk above, so these are found among the other keys or nowhere.
+        if crate::json_text::repeats(others)
+            || found & k.required_bits != k.required_bits
+            || !k.required.iter().all(|r| others.iter().any(|o| **o == **r))
+        {
+            return None;
+        }
+        self.keys.truncate(start);
+        sure(count_within(count, k.min_properties, k.max_properties))
+    }
+}
