@@ -115,9 +115,16 @@ impl Written {
     /// key order, but for a `structuredContent` passed through in the backend's own text).
     pub fn write(&self, out: &mut Vec<u8>) {
         // Room for the two texts at once: a large answer would otherwise grow `out` by
-        // doubling, copying what it holds each time.
+        // doubling, copying what it holds each time. A new buffer takes only the text written
+        // so far, where `reserve` has the allocator copy the whole old buffer, used or not
+        // (the caller's buffer is sized from earlier answers, up to 64 KiB).
         let structured = self.structured.as_ref().map_or(0, |s| s.len());
-        out.reserve(self.content.len() + structured + 64);
+        let need = self.content.len() + structured + 64;
+        if out.capacity() - out.len() < need {
+            let mut grown = Vec::with_capacity(out.len() + need);
+            grown.extend_from_slice(out);
+            *out = grown;
+        }
         out.push(b'{');
         if !self.meta.is_empty() {
             out.extend_from_slice(b"\"_meta\":");

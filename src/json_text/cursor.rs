@@ -226,6 +226,20 @@ impl<'t> Cursor<'t> {
         }
     }
 
+    /// Reads past a string (the cursor at its quote), decoding it only when it holds escapes
+    /// (which must be checked as [`Cursor::string`] checks them).
+    #[inline]
+    pub fn skip_string(&mut self) -> Option<()> {
+        let bytes = self.text.as_bytes();
+        let start = self.at + 1;
+        let at = start + first_escape(bytes.get(start..)?)?;
+        if bytes.get(at) == Some(&b'"') {
+            self.at = at + 1;
+            return Some(());
+        }
+        self.string().map(drop)
+    }
+
     /// A number. Integers of up to 18 digits are read here; fractions, exponents, longer
     /// integers and `-0` (a float to serde_json) are read by serde_json from their own text.
     pub fn number(&mut self) -> Option<Number> {
@@ -290,7 +304,7 @@ impl<'t> Cursor<'t> {
     /// `repeated`).
     pub fn skip_value(&mut self) -> Option<()> {
         match self.next()? {
-            Next::String => self.string().map(drop),
+            Next::String => self.skip_string(),
             Next::Number => self.number().map(drop),
             Next::Null | Next::Bool => self.literal().map(drop),
             Next::Array => {

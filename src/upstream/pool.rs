@@ -373,7 +373,10 @@ impl Pool {
                     limit: max_body,
                 });
             }
-            let mut buf = BytesMut::new();
+            // The body as it comes: one frame (most answers) kept as hyper read it, more
+            // frames gathered into one buffer sized from `Content-Length` when it is given.
+            let mut body = Gathered::Empty;
+            let room = announced.map_or(0, |len| usize::try_from(len).unwrap_or(max_body));
             let mut ended = ended;
             loop {
                 let mut frame = incoming.frame();
@@ -386,13 +389,13 @@ impl Pool {
                 match out {
                     Some(Some(Ok(f))) => {
                         if let Ok(data) = f.into_data() {
-                            if buf.len() + data.len() > max_body {
+                            if body.len() + data.len() > max_body {
                                 return Err(PoolError::TooLarge {
                                     status,
                                     limit: max_body,
                                 });
                             }
-                            buf.extend_from_slice(&data);
+                            body.push(data, room);
                         }
                     }
                     Some(None) => break,
@@ -410,11 +413,55 @@ impl Pool {
             return Ok(Answer {
                 status,
                 headers: parts.headers,
-                body: buf.freeze(),
+                body: body.freeze(),
                 replayed,
             });
         }
         Err(last_err)
+    }
+}
+
+/// A response body as its frames arrive: nothing, one frame as hyper handed it over (no
+/// copy), or the frames gathered into one buffer.
+enum Gathered {
+    Empty,
+    One(Bytes),
+    Many(BytesMut),
+}
+
+impl Gathered {
+    fn len(&self) -> usize {
+        match self {
+            Gathered::Empty => 0,
+            Gathered::One(b) => b.len(),
+            Gathered::Many(b) => b.len(),
+        }
+    }
+
+    /// Adds a frame; a second one starts a buffer of at least `room` bytes (the announced
+    /// length), so that a long body is not copied again each time the buffer grows.
+    fn push(&mut self, data: Bytes, room: usize) {
+        *self = match std::mem::replace(self, Gathered::Empty) {
+            Gathered::Empty => Gathered::One(data),
+            Gathered::One(first) => {
+                let mut buf = BytesMut::with_capacity(room.max(first.len() + data.len()));
+                buf.extend_from_slice(&first);
+                buf.extend_from_slice(&data);
+                Gathered::Many(buf)
+            }
+            Gathered::Many(mut buf) => {
+                buf.extend_from_slice(&data);
+                Gathered::Many(buf)
+            }
+        }
+    }
+
+    fn freeze(self) -> Bytes {
+        match self {
+            Gathered::Empty => Bytes::new(),
+            Gathered::One(b) => b,
+            Gathered::Many(b) => b.freeze(),
+        }
     }
 }
 
@@ -425,6 +472,30 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpListener;
+
+    /// One frame is the body as hyper handed it over (the same bytes, not a copy); more
+    /// frames are gathered in order into a buffer with room for the announced length.
+    #[test]
+    fn a_body_of_one_frame_is_kept_and_more_frames_are_gathered() {
+        let frame = Bytes::from_static(b"{\"a\":1}");
+        let mut one = Gathered::Empty;
+        assert_eq!(one.len(), 0);
+        one.push(frame.clone(), 0);
+        let kept = one.freeze();
+        assert_eq!(kept.as_ptr(), frame.as_ptr());
+        assert_eq!(kept, frame);
+        let mut many = Gathered::Empty;
+        for part in [&b"ab"[..], b"cd", b"ef"] {
+            many.push(Bytes::copy_from_slice(part), 64);
+        }
+        assert_eq!(many.len(), 6);
+        let Gathered::Many(buf) = &many else {
+            panic!("three frames gathered")
+        };
+        assert!(buf.capacity() >= 64);
+        assert_eq!(many.freeze(), Bytes::from_static(b"abcdef"));
+        assert!(Gathered::Empty.freeze().is_empty());
+    }
 
     /// A raw HTTP/1.1 server on 127.0.0.1: answers each request on a connection with the next
     /// canned response from `script` (then closes when the response says so). Counts accepts.

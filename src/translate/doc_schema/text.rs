@@ -115,12 +115,9 @@ impl Walk<'_, '_> {
                 let n = self.c.number()?;
                 sure(type_matches(types, &Doc::Num(n)))
             }
-            next => {
-                if types & kind(next) == 0 {
-                    return None;
-                }
-                self.c.skip_value()
-            }
+            next if types & kind(next) == 0 => None,
+            Next::String => self.c.skip_string(),
+            _ => self.c.skip_value(),
         }
     }
 
