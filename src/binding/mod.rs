@@ -114,6 +114,12 @@ impl Written {
     /// Appends the result object's JSON text: the value [`Written::to_value`] gives (members in
     /// key order, but for a `structuredContent` passed through in the backend's own text).
     pub fn write(&self, out: &mut Vec<u8>) {
+        out.push(b'{');
+        if !self.meta.is_empty() {
+            out.extend_from_slice(b"\"_meta\":");
+            crate::json_text::write_map(&self.meta, out);
+            out.push(b',');
+        }
         // Room for the two texts at once: a large answer would otherwise grow `out` by
         // doubling, copying what it holds each time. A new buffer takes only the text written
         // so far, where `reserve` has the allocator copy the whole old buffer, used or not
@@ -124,12 +130,6 @@ impl Written {
             let mut grown = Vec::with_capacity(out.len() + need);
             grown.extend_from_slice(out);
             *out = grown;
-        }
-        out.push(b'{');
-        if !self.meta.is_empty() {
-            out.extend_from_slice(b"\"_meta\":");
-            crate::json_text::write_map(&self.meta, out);
-            out.push(b',');
         }
         out.extend_from_slice(b"\"content\":");
         out.extend_from_slice(&self.content);
