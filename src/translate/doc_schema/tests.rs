@@ -563,6 +563,75 @@ proptest! {
     }
 }
 
+/// Bytes of JSON text changed, dropped or repeated at random: whatever text the walk
+/// passes, the reader reads whole into an object, faithful, without a wide integer, and the
+/// tree check passes that object.
+fn text_passes_only_what_the_tree_passes(text: &[u8], schema: Option<&DocSchema>) {
+    if super::object_passes(schema, text).is_none() {
+        return;
+    }
+    let Ok((doc, shape)) = crate::json_text::read_shaped(text) else {
+        panic!(
+            "passed text the reader refuses: {}",
+            String::from_utf8_lossy(text)
+        );
+    };
+    let shown = String::from_utf8_lossy(text);
+    assert!(
+        shape.narrow && shape.faithful,
+        "passed unfaithful text: {shown}"
+    );
+    assert!(matches!(doc, Doc::Obj(_)), "passed a non-object: {shown}");
+    if let Some(s) = schema {
+        assert!(
+            s.surely_valid(&doc),
+            "passed text the tree check does not: {shown}"
+        );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+    #[test]
+    fn mutated_texts_pass_only_as_their_trees_do(
+        v in any_json(),
+        edits in prop::collection::vec((any::<prop::sample::Index>(), 0u8..4, any::<u8>()), 1..4),
+    ) {
+        let mut text = serde_json::to_vec_pretty(&json!({"v": v, "n": 1, "s": "x"})).expect("json");
+        for (at, how, byte) in edits {
+            let i = at.index(text.len());
+            // A byte JSON gives meaning to, most of the time; any byte otherwise.
+            let b = if byte < 200 {
+                b"{}[]\",:\\0123456789.eE-+ntfu \n"[usize::from(byte) % 29]
+            } else {
+                byte
+            };
+            match how {
+                0 => text[i] = b,
+                1 => text.insert(i, b),
+                2 => {
+                    text.remove(i);
+                }
+                _ => {
+                    let piece = text[i..text.len().min(i + 8)].to_vec();
+                    text.splice(i..i, piece);
+                }
+            }
+            if text.is_empty() {
+                break;
+            }
+        }
+        text_passes_only_what_the_tree_passes(&text, None);
+        for (_, native, _) in compiled_demo_schemas() {
+            text_passes_only_what_the_tree_passes(&text, Some(native));
+        }
+        let own = DocSchema::compile(&json!({"type": "object", "required": ["n"],
+            "properties": {"n": {"type": "integer"}, "s": {"type": "string", "maxLength": 3},
+            "v": {"anyOf": [{"type": "object"}, {"type": "array"}, {"type": ["string", "number", "boolean", "null"]}]}}}));
+        text_passes_only_what_the_tree_passes(&text, Some(&own));
+    }
+}
+
 /// Each demo output schema with both checks compiled, once.
 fn compiled_demo_schemas() -> &'static [(Value, DocSchema, jsonschema::Validator)] {
     static SCHEMAS: LazyLock<Vec<(Value, DocSchema, jsonschema::Validator)>> =
