@@ -102,7 +102,7 @@ impl Reply {
 pub struct Written {
     pub meta: Map<String, Value>,
     /// The JSON text of `content` (UTF-8, as `json_text` writes).
-    pub content: bytes::Bytes,
+    pub content: Vec<u8>,
     /// The JSON text of `structuredContent`, when there is one: as `json_text` writes it, or
     /// the backend's own text of an object passed through unchanged (the same value).
     pub structured: Option<bytes::Bytes>,
@@ -114,7 +114,12 @@ impl Written {
     /// Appends the result object's JSON text: the value [`Written::to_value`] gives (members in
     /// key order, but for a `structuredContent` passed through in the backend's own text).
     pub fn write(&self, out: &mut Vec<u8>) {
-        self.open(out);
+        out.push(b'{');
+        if !self.meta.is_empty() {
+            out.extend_from_slice(b"\"_meta\":");
+            crate::json_text::write_map(&self.meta, out);
+            out.push(b',');
+        }
         // Room for the two texts at once: a large answer would otherwise grow `out` by
         // doubling, copying what it holds each time. A new buffer takes only the text written
         // so far, where `reserve` has the allocator copy the whole old buffer, used or not
@@ -126,50 +131,16 @@ impl Written {
             grown.extend_from_slice(out);
             *out = grown;
         }
-        out.extend_from_slice(&self.content);
-        self.between(out);
-        if let Some(s) = &self.structured {
-            out.extend_from_slice(s);
-        }
-        out.push(b'}');
-    }
-
-    /// The text [`Written::write`] appends, in parts to send one after another: `head` (what
-    /// comes before the result) with the members before the text block, the text block as it
-    /// is, the members between, `structuredContent` as it is (the backend's own bytes when
-    /// passed through), then the closing brace and `tail`. The two large texts are not copied.
-    pub fn into_parts(self, mut head: Vec<u8>, tail: &[u8]) -> Vec<bytes::Bytes> {
-        self.open(&mut head);
-        let mut between = Vec::with_capacity(48);
-        self.between(&mut between);
-        let mut close = Vec::with_capacity(1 + tail.len());
-        close.push(b'}');
-        close.extend_from_slice(tail);
-        let mut parts = vec![head.into(), self.content, between.into()];
-        parts.extend(self.structured);
-        parts.push(close.into());
-        parts
-    }
-
-    /// The result object up to its text block: `{`, `_meta` when there is one, `"content":`.
-    fn open(&self, out: &mut Vec<u8>) {
-        out.push(b'{');
-        if !self.meta.is_empty() {
-            out.extend_from_slice(b"\"_meta\":");
-            crate::json_text::write_map(&self.meta, out);
-            out.push(b',');
-        }
         out.extend_from_slice(b"\"content\":");
-    }
-
-    /// The members between the text block and `structuredContent`'s text.
-    fn between(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.content);
         if self.complete {
             out.extend_from_slice(b",\"resultType\":\"complete\"");
         }
-        if self.structured.is_some() {
+        if let Some(s) = &self.structured {
             out.extend_from_slice(b",\"structuredContent\":");
+            out.extend_from_slice(s);
         }
+        out.push(b'}');
     }
 
     /// The result as a value (its texts read back).

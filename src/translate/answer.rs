@@ -125,7 +125,7 @@ fn reply(tool: &Tool, call: &Call, sc_text: Option<Bytes>, summary: Option<Strin
     }
     Reply::Written(Written {
         meta,
-        content: content.into(),
+        content,
         structured: sc_text,
         complete: false,
     })

@@ -64,9 +64,6 @@ fn answer_with(prefix: &[u8], write: impl FnOnce(&mut Vec<u8>), suffix: &[u8]) -
     out
 }
 
-/// The start of the one SSE event that carries an answer.
-const SSE_DATA: &[u8] = b"event: message\ndata: ";
-
 /// A JSON-RPC answer as JSON, or as one SSE event when the client takes only
 /// `text/event-stream`; `write` writes the message.
 pub(super) fn framed(
@@ -78,7 +75,7 @@ pub(super) fn framed(
     if json_ok || !sse_ok {
         return json_written(status, write);
     }
-    let frame = answer_with(SSE_DATA, write, b"\n\n");
+    let frame = answer_with(b"event: message\ndata: ", write, b"\n\n");
     let mut r = Response::new(full(Bytes::from(frame)));
     *r.status_mut() = status;
     sse_headers(&mut r);
@@ -88,93 +85,11 @@ pub(super) fn framed(
 /// The JSON-RPC response for request `id` whose result was written on the hot path: the bytes
 /// `jsonrpc::result` of its value writes.
 pub(super) fn write_written(id: &Value, w: &crate::binding::Written, out: &mut Vec<u8>) {
-    written_head(id, out);
-    w.write(out);
-    out.push(b'}');
-}
-
-/// The JSON-RPC response up to its result.
-fn written_head(id: &Value, out: &mut Vec<u8>) {
     out.extend_from_slice(b"{\"id\":");
     crate::json_text::write(id, out);
     out.extend_from_slice(b",\"jsonrpc\":\"2.0\",\"result\":");
-}
-
-/// From this size on, a written result is sent in parts ([`Parts`]) rather than copied into
-/// one buffer: copying tens of kilobytes costs more than hyper's handling of a few more
-/// frames, which it writes with one vectored write.
-const PARTS_FROM: usize = 16 * 1024;
-
-/// [`framed`] for a result written on the hot path, with the bytes of
-/// [`write_written`]: a large one in parts, its text block and `structuredContent` not copied.
-pub(super) fn framed_written(
-    id: &Value,
-    w: crate::binding::Written,
-    json_ok: bool,
-    sse_ok: bool,
-) -> Response<Body> {
-    let size = w.content.len() + w.structured.as_ref().map_or(0, Bytes::len);
-    if size < PARTS_FROM {
-        return framed(StatusCode::OK, json_ok, sse_ok, |out| {
-            write_written(id, &w, out)
-        });
-    }
-    let sse = !json_ok && sse_ok;
-    let mut head = Vec::with_capacity(128);
-    if sse {
-        head.extend_from_slice(SSE_DATA);
-    }
-    written_head(id, &mut head);
-    let tail: &[u8] = if sse { b"}\n\n" } else { b"}" };
-    let mut r = Response::new(Parts::new(w.into_parts(head, tail)).boxed());
-    if sse {
-        sse_headers(&mut r);
-    } else {
-        r.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-    }
-    r
-}
-
-/// A body of a few parts sent one after another, its length known (`Content-Length`).
-struct Parts {
-    parts: std::collections::VecDeque<Bytes>,
-    left: u64,
-}
-
-impl Parts {
-    fn new(parts: Vec<Bytes>) -> Parts {
-        let parts: std::collections::VecDeque<Bytes> =
-            parts.into_iter().filter(|p| !p.is_empty()).collect();
-        let left = parts.iter().map(|p| p.len() as u64).sum();
-        Parts { parts, left }
-    }
-}
-
-impl http_body::Body for Parts {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        _cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
-        let this = self.get_mut();
-        std::task::Poll::Ready(this.parts.pop_front().map(|part| {
-            this.left -= part.len() as u64;
-            Ok(http_body::Frame::data(part))
-        }))
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.parts.is_empty()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        http_body::SizeHint::with_exact(self.left)
-    }
+    w.write(out);
+    out.push(b'}');
 }
 
 pub(super) fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
