@@ -9,6 +9,8 @@
 //! The benchmark workloads (benches/fixtures/workloads/, scripts/bench-workloads) are checked
 //! the same way on the fixed answers their backend serves, without a network.
 
+mod common;
+
 use portico::binding::Reply;
 use portico::config::Gateway;
 use portico::forward;
@@ -478,4 +480,103 @@ fn the_large_workload_takes_the_hot_path_and_answers_as_the_tree_path() {
         &fixture("documents.json")
     ));
     assert_eq!(v["structuredContent"]["documents"][95]["id"], "DOC-0095");
+}
+
+/// The large workload over HTTP: a 115 KB result written on the hot path (larger than the
+/// room the response buffer starts with) arrives whole, with its `Content-Length`, as JSON
+/// and as one SSE event, and holds the backend's answer in both its places.
+#[tokio::test]
+async fn a_large_answer_arrives_whole_over_http_as_json_and_as_one_sse_event() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let answer = bytes::Bytes::from(fixture("documents.json"));
+    let served = answer.clone();
+    common::serve_with(listener, move |_req| {
+        let body = served.clone();
+        async move {
+            http::Response::builder()
+                .header("content-type", "application/json")
+                .body(http_body_util::Full::new(body))
+                .expect("response")
+        }
+    });
+    // The workload's mapping, pointed at this backend (no environment: tests share it).
+    let dir = std::env::temp_dir().join(format!("portico-large-http-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let src = root().join("benches/fixtures/workloads");
+    let yaml = std::fs::read_to_string(src.join("documents.yaml")).expect("mapping");
+    std::fs::write(
+        dir.join("documents.yaml"),
+        yaml.replace("${PORTICO_BENCH_BACKEND_PORT}", &port.to_string()),
+    )
+    .expect("write mapping");
+    std::fs::copy(
+        src.join("documents.openrpc.json"),
+        dir.join("documents.openrpc.json"),
+    )
+    .expect("copy openrpc");
+    let g = common::gateway(&[dir.join("documents.yaml")]).await;
+    let url = g.mcp_url();
+    let client = reqwest::Client::new();
+    let expected: Value = serde_json::from_slice(&answer).expect("fixture json");
+    let args = json!({"folder_id": "F-1", "document": {"title": "Harbour log", "sections": []}});
+    for (i, accept) in ["application/json", "text/event-stream"]
+        .into_iter()
+        .enumerate()
+    {
+        let params = json!({"name": "put_document", "arguments": args, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": common::MODERN,
+            "io.modelcontextprotocol/clientCapabilities": {}}});
+        let resp = client
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", accept)
+            .header("mcp-protocol-version", common::MODERN)
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "put_document")
+            .body(
+                json!({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params})
+                    .to_string(),
+            )
+            .send()
+            .await
+            .expect("sent");
+        assert_eq!(resp.status(), 200);
+        let content_type = resp.headers()["content-type"]
+            .to_str()
+            .expect("ascii")
+            .to_owned();
+        assert!(content_type.starts_with(accept), "{content_type}");
+        let length: usize = resp.headers()["content-length"]
+            .to_str()
+            .expect("ascii")
+            .parse()
+            .expect("a length");
+        let text = resp.text().await.expect("body");
+        assert_eq!(text.len(), length);
+        assert!(
+            text.len() > answer.len() * 2,
+            "text block and structuredContent"
+        );
+        let json = match accept {
+            "application/json" => text.as_str(),
+            _ => text
+                .strip_prefix("event: message\ndata: ")
+                .and_then(|t| t.strip_suffix("\n\n"))
+                .expect("one SSE event"),
+        };
+        let message: Value = serde_json::from_str(json).expect("one JSON-RPC message");
+        assert_eq!(message["id"], i);
+        let result = &message["result"];
+        assert_eq!(result["structuredContent"], expected);
+        let block: Value =
+            serde_json::from_str(result["content"][0]["text"].as_str().expect("a text block"))
+                .expect("the text block holds JSON");
+        assert_eq!(block, expected);
+        assert_eq!(result["resultType"], "complete");
+        assert!(result["_meta"]["io.modelcontextprotocol/serverInfo"].is_object());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -143,6 +143,11 @@ impl Written {
         out.push(b'}');
     }
 
+    /// The length of its two texts, which [`Written::write`] writes and more.
+    pub fn texts_len(&self) -> usize {
+        self.content.len() + self.structured.as_ref().map_or(0, |s| s.len())
+    }
+
     /// The result as a value (its texts read back).
     pub fn to_value(&self) -> Value {
         let read = |text: &[u8]| crate::json_text::from_slice(text).unwrap_or(Value::Null);

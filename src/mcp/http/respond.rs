@@ -48,13 +48,20 @@ thread_local! {
 /// `prefix`, the JSON text of `value`, then `suffix`, in a buffer sized from the answers
 /// before it (growing a 256-byte buffer to a 2 KiB answer copied it three times).
 fn answer_bytes(prefix: &[u8], value: &Value, suffix: &[u8]) -> Vec<u8> {
-    answer_with(prefix, |out| crate::json_text::write(value, out), suffix)
+    answer_with(prefix, 0, |out| crate::json_text::write(value, out), suffix)
 }
 
-/// [`answer_bytes`] with the JSON written by `write`.
-fn answer_with(prefix: &[u8], write: impl FnOnce(&mut Vec<u8>), suffix: &[u8]) -> Vec<u8> {
+/// [`answer_bytes`] with the JSON written by `write`, which writes at least `size` bytes (0
+/// when unknown): a known large answer gets its room at once, not a buffer sized from the
+/// answers before it and then replaced.
+fn answer_with(
+    prefix: &[u8],
+    size: usize,
+    write: impl FnOnce(&mut Vec<u8>),
+    suffix: &[u8],
+) -> Vec<u8> {
     let room = ANSWER_ROOM.with(std::cell::Cell::get);
-    let mut out = Vec::with_capacity(room);
+    let mut out = Vec::with_capacity(room.max(prefix.len() + size + suffix.len() + 64));
     out.extend_from_slice(prefix);
     write(&mut out);
     out.extend_from_slice(suffix);
@@ -72,10 +79,21 @@ pub(super) fn framed(
     sse_ok: bool,
     write: impl FnOnce(&mut Vec<u8>),
 ) -> Response<Body> {
+    framed_sized(status, json_ok, sse_ok, 0, write)
+}
+
+/// [`framed`] where `write` is known to write at least `size` bytes.
+pub(super) fn framed_sized(
+    status: StatusCode,
+    json_ok: bool,
+    sse_ok: bool,
+    size: usize,
+    write: impl FnOnce(&mut Vec<u8>),
+) -> Response<Body> {
     if json_ok || !sse_ok {
-        return json_written(status, write);
+        return json_written(status, size, write);
     }
-    let frame = answer_with(b"event: message\ndata: ", write, b"\n\n");
+    let frame = answer_with(b"event: message\ndata: ", size, write, b"\n\n");
     let mut r = Response::new(full(Bytes::from(frame)));
     *r.status_mut() = status;
     sse_headers(&mut r);
@@ -93,12 +111,16 @@ pub(super) fn write_written(id: &Value, w: &crate::binding::Written, out: &mut V
 }
 
 pub(super) fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
-    json_written(status, |out| crate::json_text::write(value, out))
+    json_written(status, 0, |out| crate::json_text::write(value, out))
 }
 
 /// A JSON response whose body `write` writes.
-fn json_written(status: StatusCode, write: impl FnOnce(&mut Vec<u8>)) -> Response<Body> {
-    let mut r = Response::new(full(answer_with(b"", write, b"")));
+fn json_written(
+    status: StatusCode,
+    size: usize,
+    write: impl FnOnce(&mut Vec<u8>),
+) -> Response<Body> {
+    let mut r = Response::new(full(answer_with(b"", size, write, b"")));
     *r.status_mut() = status;
     r.headers_mut().insert(
         header::CONTENT_TYPE,
