@@ -374,9 +374,12 @@ impl Pool {
                 });
             }
             // The body as it comes: one frame (most answers) kept as hyper read it, more
-            // frames gathered into one buffer sized from `Content-Length` when it is given.
+            // frames gathered into one buffer sized from `Content-Length` when it is given
+            // (at most `PRESIZED`: a length announced is not yet bytes received).
             let mut body = Gathered::Empty;
-            let room = announced.map_or(0, |len| usize::try_from(len).unwrap_or(max_body));
+            let room = announced.map_or(0, |len| {
+                usize::try_from(len).map_or(PRESIZED, |len| len.min(PRESIZED))
+            });
             let mut ended = ended;
             loop {
                 let mut frame = incoming.frame();
@@ -420,6 +423,9 @@ impl Pool {
         Err(last_err)
     }
 }
+
+/// The most room a body's buffer is given before its bytes arrive.
+const PRESIZED: usize = 1 << 20;
 
 /// A response body as its frames arrive: nothing, one frame as hyper handed it over (no
 /// copy), or the frames gathered into one buffer.
