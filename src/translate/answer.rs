@@ -142,11 +142,7 @@ fn as_written(
     check: Option<&super::doc_schema::DocSchema>,
     body: &Bytes,
 ) -> Option<Bytes> {
-    let unchanged = tool.result.is_none()
-        && !tool.drop_nulls
-        && tool.business_messages.is_none()
-        && tool.summary.is_none()
-        && tool.business.binding.keeps_object_body();
+    let unchanged = keeps_body(tool) && tool.business_messages.is_none() && tool.summary.is_none();
     if !unchanged {
         return None;
     }
@@ -161,16 +157,18 @@ fn as_written(
 /// schema was checked on). The text is the body without its surrounding
 /// whitespace: a slice, not a copy. Any other answer is written from its [`Doc`].
 fn passed_through(tool: &Tool, body: &Bytes, answer: &Doc<'_>, shape: Shape) -> Option<Bytes> {
-    let unchanged = tool.result.is_none()
-        && !tool.drop_nulls
-        && shape.narrow
-        && shape.faithful
-        && matches!(answer, Doc::Obj(_))
-        && tool.business.binding.keeps_object_body();
+    let unchanged =
+        keeps_body(tool) && shape.narrow && shape.faithful && matches!(answer, Doc::Obj(_));
     if !unchanged {
         return None;
     }
     trimmed(body)
+}
+
+/// The tool makes an object body its `structuredContent` as it is: no `result` program, no
+/// null dropping, a binding that keeps the object.
+fn keeps_body(tool: &Tool) -> bool {
+    tool.result.is_none() && !tool.drop_nulls && tool.business.binding.keeps_object_body()
 }
 
 /// The body without its surrounding whitespace: a slice, not a copy.
