@@ -26,6 +26,11 @@ pub fn unknown_tool(name: &str) -> RpcError {
 
 /// Explains schema violations briefly (first three), with the argument path.
 fn violations(tool: &Tool, args: &Value) -> Option<String> {
+    // A valid call (nearly every call) is answered by `is_valid`, which builds no error
+    // objects; the errors are gathered only for arguments that have some.
+    if tool.input_validator.is_valid(args) {
+        return None;
+    }
     let errs: Vec<String> = tool
         .input_validator
         .iter_errors(args)
