@@ -42,10 +42,48 @@ pub fn member<'m, 'a>(m: &'m [(Cow<'a, str>, Doc<'a>)], k: &str) -> Option<&'m D
     if m.len() <= SCAN_MAX {
         m.iter().find(|(key, _)| same_key(key, k)).map(|(_, v)| v)
     } else {
-        m.binary_search_by(|(key, _)| key.as_ref().cmp(k))
+        m.binary_search_by(|(key, _)| short_cmp(key, k))
             .ok()
             .and_then(|i| m.get(i))
             .map(|(_, v)| v)
+    }
+}
+
+/// The first eight bytes of `s`, big-endian, zero-padded: the key order's first word. Zero is
+/// the least byte, so where two prefixes differ their order is the order of the strings
+/// (where one string ends inside the eight bytes, it is a prefix of the other up to there).
+/// A key shorter than eight bytes is read in two overlapping loads (or three bytes), not
+/// byte by byte: most keys of JSON objects are that short.
+#[inline]
+pub fn key_prefix(s: &str) -> u64 {
+    let b = s.as_bytes();
+    let n = b.len();
+    let be32 = |at: usize| {
+        b.get(at..at + 4)
+            .and_then(|w| <[u8; 4]>::try_from(w).ok())
+            .map_or(0, |w| u64::from(u32::from_be_bytes(w)))
+    };
+    let byte = |at: usize| b.get(at).map_or(0, |&x| u64::from(x));
+    match n {
+        0 => 0,
+        1..=3 => byte(0) << 56 | byte(n / 2) << (56 - 8 * (n / 2)) | byte(n - 1) << (64 - 8 * n),
+        4..=7 => be32(0) << 32 | be32(n - 4) << (64 - 8 * n),
+        _ => b
+            .get(..8)
+            .and_then(|w| <[u8; 8]>::try_from(w).ok())
+            .map_or(0, u64::from_be_bytes),
+    }
+}
+
+/// The byte order of keys `a` and `b`, given their [`key_prefix`]es: the prefixes decide
+/// unless they are equal; then two keys of at most eight bytes differ only by trailing zero
+/// bytes (the shorter is less) and longer ones are compared whole.
+#[inline]
+pub fn key_cmp(ap: u64, a: &str, bp: u64, b: &str) -> Ordering {
+    match ap.cmp(&bp) {
+        Ordering::Equal if a.len() <= 8 && b.len() <= 8 => a.len().cmp(&b.len()),
+        Ordering::Equal => a.cmp(b),
+        other => other,
     }
 }
 
@@ -61,6 +99,22 @@ fn same_key(a: &str, b: &str) -> bool {
         return a == b;
     }
     a.iter().zip(b).all(|(x, y)| x == y)
+}
+
+/// `a.cmp(b)` for keys, compared in place when both are short (keys mostly differ in their
+/// first bytes; the slice comparison calls `memcmp`, whose call costs more than that).
+#[inline(always)]
+fn short_cmp(a: &str, b: &str) -> Ordering {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() > 16 || b.len() > 16 {
+        return a.cmp(b);
+    }
+    for (x, y) in a.iter().zip(b) {
+        if x != y {
+            return x.cmp(y);
+        }
+    }
+    a.len().cmp(&b.len())
 }
 
 /// Sets member `k` of `m` to `v` (replacing an equal key's value), keeping the order; returns
@@ -379,5 +433,63 @@ mod tests {
             lent.get("s"),
             Some(Doc::Str(Cow::Borrowed("text")))
         ));
+    }
+
+    /// Keys of every length around the eight-byte prefix, over an alphabet with the zero
+    /// byte, a high byte and a multi-byte character: the prefix is the first eight bytes
+    /// zero-padded (as a byte loop builds it), [`key_cmp`] orders as `str` does, and
+    /// [`member`] finds each key among more members than it scans (binary search) and among
+    /// few (the scan), and nothing else.
+    #[test]
+    fn key_prefixes_and_order_agree_with_str() {
+        let alphabet = ["\0", "a", "~", "é"];
+        let mut tails = vec![String::new()];
+        for _ in 0..3 {
+            let longer: Vec<String> = tails
+                .iter()
+                .flat_map(|t| alphabet.iter().map(move |c| format!("{t}{c}")))
+                .collect();
+            tails.extend(longer);
+        }
+        tails.sort();
+        tails.dedup();
+        let keys: Vec<String> = ["", "abcd", "abcdef", "abcdefg\0", "abcdefghijklmno~"]
+            .iter()
+            .flat_map(|head| tails.iter().map(move |t| format!("{head}{t}")))
+            .collect();
+        let naive = |s: &str| {
+            let mut w = [0u8; 8];
+            for (d, x) in w.iter_mut().zip(s.bytes()) {
+                *d = x;
+            }
+            u64::from_be_bytes(w)
+        };
+        for k in &keys {
+            assert_eq!(key_prefix(k), naive(k), "{k:?}");
+        }
+        for a in &keys {
+            for b in keys.iter().step_by(3) {
+                let got = key_cmp(key_prefix(a), a, key_prefix(b), b);
+                assert_eq!(got, a.as_str().cmp(b.as_str()), "{a:?} {b:?}");
+            }
+        }
+        for size in [3usize, 8, 9, 40] {
+            let mut chosen: Vec<&String> = keys.iter().step_by(13).take(size).collect();
+            chosen.sort();
+            chosen.dedup();
+            let members: Members = chosen
+                .iter()
+                .enumerate()
+                .map(|(i, k)| (Cow::Borrowed(k.as_str()), Doc::Num(i.into())))
+                .collect();
+            for (i, k) in chosen.iter().enumerate() {
+                assert_eq!(member(&members, k), Some(&Doc::Num(i.into())), "{k:?}");
+            }
+            for k in keys.iter().skip(3).step_by(11) {
+                if !chosen.contains(&k) {
+                    assert_eq!(member(&members, k), None, "{k:?}");
+                }
+            }
+        }
     }
 }

@@ -167,7 +167,16 @@ impl<'t> Cursor<'t> {
         if self.peek()? != b'"' {
             return None;
         }
-        let key = self.string()?;
+        // Most keys hold no escape: found here, without the call `string` costs.
+        let bytes = self.text.as_bytes();
+        let start = self.at + 1;
+        let end = start + first_escape(bytes.get(start..)?)?;
+        let key = if bytes.get(end) == Some(&b'"') {
+            self.at = end + 1;
+            Cow::Borrowed(self.text.get(start..end)?)
+        } else {
+            self.string()?
+        };
         self.ws();
         if self.peek()? != b':' {
             return None;

@@ -145,6 +145,38 @@ fn long_strings_with_escapes_anywhere_are_written_as_serde_json_writes_them() {
     assert_eq!(back.as_bytes(), &text[..]);
 }
 
+/// The block-wise escaper on text of nothing but six-byte escapes (the most a block can
+/// grow), long escape-free runs between dense ones, and text appended after what `out`
+/// already holds, with and without room to spare.
+#[test]
+fn escapes_that_grow_text_most_are_written_after_what_out_holds() {
+    let mut texts: Vec<String> = vec![
+        "\u{1}".repeat(200),
+        "\u{1f}\"".repeat(90),
+        format!(
+            "{}{}{}",
+            "\"".repeat(40),
+            "x".repeat(300),
+            "\u{2}".repeat(40)
+        ),
+    ];
+    texts.push(
+        (0..500)
+            .map(|i| if i % 61 < 3 { '\u{7}' } else { 'é' })
+            .collect(),
+    );
+    for s in &texts {
+        let want = serde_json::to_vec(s).unwrap_or_default();
+        for (before, spare) in [(0usize, 0usize), (5, 0), (5, 4096), (100, 1)] {
+            let mut out = Vec::with_capacity(before + spare);
+            out.extend(std::iter::repeat_n(b'#', before));
+            write_str_bytes(s.as_bytes(), &mut out);
+            assert_eq!(out.get(..before), Some(&vec![b'#'; before][..]));
+            assert_eq!(out.get(before..), Some(&want[..]), "{s:?} after {before}");
+        }
+    }
+}
+
 #[test]
 fn structures_and_numbers_match_serde_json() {
     same(&json!({

@@ -99,32 +99,15 @@ pub(super) struct Prop {
 }
 
 impl Prop {
-    /// The byte order of this property's name and `key` (whose [`prefix`] is `kp`): the
-    /// prefixes decide unless they are equal.
+    /// The byte order of this property's name and `key` (whose [`prefix`] is `kp`).
     #[inline]
     pub(super) fn cmp_key(&self, kp: u64, key: &str) -> Ordering {
-        match self.prefix.cmp(&kp) {
-            Ordering::Equal if self.name.len() <= 8 && key.len() <= 8 => {
-                self.name.len().cmp(&key.len())
-            }
-            Ordering::Equal => (*self.name).cmp(key),
-            other => other,
-        }
+        crate::json_doc::key_cmp(self.prefix, &self.name, kp, key)
     }
 }
 
-/// The first eight bytes of `s`, big-endian, zero-padded. Zero is the least byte, so when two
-/// prefixes differ their order is the order of the strings: where one string ends inside the
-/// eight bytes, it is a prefix of the other up to there.
+/// The first eight bytes of `s`, big-endian, zero-padded ([`crate::json_doc::key_prefix`]).
 #[inline]
 pub(super) fn prefix(s: &str) -> u64 {
-    let b = s.as_bytes();
-    if let Some(Ok(word)) = b.get(..8).map(<[u8; 8]>::try_from) {
-        return u64::from_be_bytes(word);
-    }
-    let mut word = 0u64;
-    for (i, &x) in b.iter().enumerate() {
-        word |= u64::from(x) << (56 - 8 * i);
-    }
-    word
+    crate::json_doc::key_prefix(s)
 }

@@ -199,7 +199,13 @@ impl Walk<'_, '_> {
                             return None;
                         }
                         found |= bit;
-                        self.value(Some(k.properties.get(i)?.node), depth + 1)?;
+                        let node = k.properties.get(i)?.node;
+                        // A member that asserts only its type (most of them) is read here,
+                        // without the call and the dispatch of `value`.
+                        match self.schema.and_then(|s| s.nodes.get(node)) {
+                            Some(Node::Type(types)) => self.typed(*types)?,
+                            _ => self.value(Some(node), depth + 1)?,
+                        }
                     }
                     Err(_) => {
                         self.value(k.additional, depth + 1)?;
