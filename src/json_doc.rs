@@ -58,21 +58,20 @@ pub fn member<'m, 'a>(m: &'m [(Cow<'a, str>, Doc<'a>)], k: &str) -> Option<&'m D
 pub fn key_prefix(s: &str) -> u64 {
     let b = s.as_bytes();
     let n = b.len();
-    let be32 = |at: usize| {
-        b.get(at..at + 4)
-            .and_then(|w| <[u8; 4]>::try_from(w).ok())
-            .map_or(0, |w| u64::from(u32::from_be_bytes(w)))
-    };
+    let be32 = |at: usize| word::<4>(b, at).map_or(0, |w| u64::from(u32::from_be_bytes(w)));
     let byte = |at: usize| b.get(at).map_or(0, |&x| u64::from(x));
     match n {
         0 => 0,
         1..=3 => byte(0) << 56 | byte(n / 2) << (56 - 8 * (n / 2)) | byte(n - 1) << (64 - 8 * n),
         4..=7 => be32(0) << 32 | be32(n - 4) << (64 - 8 * n),
-        _ => b
-            .get(..8)
-            .and_then(|w| <[u8; 8]>::try_from(w).ok())
-            .map_or(0, u64::from_be_bytes),
+        _ => word::<8>(b, 0).map_or(0, u64::from_be_bytes),
     }
+}
+
+/// The `N` bytes of `s` from `at`, if it has them.
+#[inline(always)]
+fn word<const N: usize>(s: &[u8], at: usize) -> Option<[u8; N]> {
+    s.get(at..at + N).and_then(|w| <[u8; N]>::try_from(w).ok())
 }
 
 /// The byte order of keys `a` and `b`, given their [`key_prefix`]es: the prefixes decide
@@ -99,9 +98,6 @@ fn same_key(a: &str, b: &str) -> bool {
 /// loads of each (eight bytes, or four under eight) rather than byte by byte.
 #[inline(always)]
 fn same_short(a: &[u8], b: &[u8]) -> bool {
-    fn word<const N: usize>(s: &[u8], at: usize) -> Option<[u8; N]> {
-        s.get(at..at + N).and_then(|w| <[u8; N]>::try_from(w).ok())
-    }
     let n = a.len();
     if n > 16 || b.len() != n {
         return false;

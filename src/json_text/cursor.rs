@@ -168,14 +168,9 @@ impl<'t> Cursor<'t> {
             return None;
         }
         // Most keys hold no escape: found here, without the call `string` costs.
-        let bytes = self.text.as_bytes();
-        let start = self.at + 1;
-        let end = start + first_escape(bytes.get(start..)?)?;
-        let key = if bytes.get(end) == Some(&b'"') {
-            self.at = end + 1;
-            Cow::Borrowed(self.text.get(start..end)?)
-        } else {
-            self.string()?
+        let key = match self.plain()? {
+            Ok(key) => Cow::Borrowed(key),
+            Err(_) => self.string()?,
         };
         self.ws();
         if self.peek()? != b':' {
@@ -191,13 +186,11 @@ impl<'t> Cursor<'t> {
     /// whole characters of the (already checked) text. A string without escapes is a slice
     /// of the text.
     pub fn string(&mut self) -> Option<Cow<'t, str>> {
+        let (start, mut at) = match self.plain()? {
+            Ok(s) => return Some(Cow::Borrowed(s)),
+            Err(first) => first,
+        };
         let bytes = self.text.as_bytes();
-        let start = self.at + 1;
-        let mut at = start + first_escape(bytes.get(start..)?)?;
-        if bytes.get(at) == Some(&b'"') {
-            self.at = at + 1;
-            return self.text.get(start..at).map(Cow::Borrowed);
-        }
         let mut s = String::with_capacity(at - start + 16);
         let mut from = start;
         loop {
@@ -239,14 +232,27 @@ impl<'t> Cursor<'t> {
     /// (which must be checked as [`Cursor::string`] checks them).
     #[inline]
     pub fn skip_string(&mut self) -> Option<()> {
+        match self.plain()? {
+            Ok(_) => Some(()),
+            Err(_) => self.string().map(drop),
+        }
+    }
+
+    /// The string at the cursor (at its quote) when it holds no escape: its contents, a slice
+    /// of the text, the cursor moved past it. Otherwise `Err` of where its contents start and
+    /// where the first byte to decode is, the cursor left where it was. Inlined where it is
+    /// called: most strings and keys take only this path, and a call costs as much as it.
+    #[inline(always)]
+    fn plain(&mut self) -> Option<Result<&'t str, (usize, usize)>> {
         let bytes = self.text.as_bytes();
         let start = self.at + 1;
         let at = start + first_escape(bytes.get(start..)?)?;
-        if bytes.get(at) == Some(&b'"') {
-            self.at = at + 1;
-            return Some(());
+        if bytes.get(at) != Some(&b'"') {
+            return Some(Err((start, at)));
         }
-        self.string().map(drop)
+        let s = self.text.get(start..at)?;
+        self.at = at + 1;
+        Some(Ok(s))
     }
 
     /// A number. Integers of up to 18 digits are read here; fractions, exponents, longer
