@@ -145,6 +145,24 @@ fn long_strings_with_escapes_anywhere_are_written_as_serde_json_writes_them() {
     assert_eq!(back.as_bytes(), &text[..]);
 }
 
+/// The block-wise escaper where the escape-free run before a block's first escape is every
+/// length from none to over two blocks (so copied as a fixed sixteen, exactly sixteen, or
+/// whole), repeated so that escapes fall at every offset of later blocks, with two- and
+/// six-byte escapes: written as serde_json writes them.
+#[test]
+fn runs_of_every_length_between_escapes_are_written_as_serde_json_writes_them() {
+    for run in 0..40 {
+        for (i, esc) in ['"', '\\', '\u{1}', '\n'].into_iter().enumerate() {
+            let piece: String = "a".repeat(run) + &esc.to_string();
+            let s = piece.repeat(200 / (run + 1) + 2) + &"b".repeat(i * 5);
+            let want = serde_json::to_vec(&s).unwrap_or_default();
+            let mut out = b"#".to_vec();
+            write_str_bytes(s.as_bytes(), &mut out);
+            assert_eq!(out.get(1..), Some(&want[..]), "run {run}, {esc:?}");
+        }
+    }
+}
+
 /// The block-wise escaper on text of nothing but six-byte escapes (the most a block can
 /// grow), long escape-free runs between dense ones, and text appended after what `out`
 /// already holds, with and without room to spare.
