@@ -3,9 +3,8 @@
 
 use super::node::{
     ARRAY, BOOL, DocSchema, INTEGER, Keywords, MAX_DEPTH, NULL, NUMBER, Node, OBJECT, STRING, Tri,
-    prefix,
 };
-use crate::json_doc::Doc;
+use crate::json_doc::{Doc, key_prefix};
 use std::cmp::Ordering;
 
 impl DocSchema {
@@ -167,7 +166,7 @@ impl DocSchema {
         let mut found = 0u64;
         let mut i = 0;
         for (key, value) in members {
-            let kp = prefix(key);
+            let kp = key_prefix(key);
             let mut schema = k.additional;
             while let Some(p) = k.properties.get(i) {
                 match p.cmp_key(kp, key) {

@@ -3,8 +3,8 @@
 
 use super::node::{
     ARRAY, BOOL, DocSchema, INTEGER, Keywords, MAX_DEPTH, NULL, NUMBER, Node, OBJECT, Prop, STRING,
-    prefix,
 };
+use crate::json_doc::key_prefix;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, Weak};
@@ -250,7 +250,7 @@ impl Compiler<'_> {
                         for (name, s) in props {
                             let node = self.node(s, false, depth + 1);
                             list.push(Prop {
-                                prefix: prefix(name),
+                                prefix: key_prefix(name),
                                 name: name.as_str().into(),
                                 node,
                             });

@@ -99,15 +99,10 @@ pub(super) struct Prop {
 }
 
 impl Prop {
-    /// The byte order of this property's name and `key` (whose [`prefix`] is `kp`).
+    /// The byte order of this property's name and `key`, whose
+    /// [`key_prefix`](crate::json_doc::key_prefix) is `kp`.
     #[inline]
     pub(super) fn cmp_key(&self, kp: u64, key: &str) -> Ordering {
         crate::json_doc::key_cmp(self.prefix, &self.name, kp, key)
     }
-}
-
-/// The first eight bytes of `s`, big-endian, zero-padded ([`crate::json_doc::key_prefix`]).
-#[inline]
-pub(super) fn prefix(s: &str) -> u64 {
-    crate::json_doc::key_prefix(s)
 }

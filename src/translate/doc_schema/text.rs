@@ -12,10 +12,8 @@
 //! answer into a [`Doc`] as before.
 
 use super::check::{count_within, type_matches};
-use super::node::{
-    ARRAY, BOOL, DocSchema, Keywords, MAX_DEPTH, NULL, Node, OBJECT, STRING, Tri, prefix,
-};
-use crate::json_doc::Doc;
+use super::node::{ARRAY, BOOL, DocSchema, Keywords, MAX_DEPTH, NULL, Node, OBJECT, STRING, Tri};
+use crate::json_doc::{Doc, key_prefix};
 use crate::json_text::{Cursor, Next, Shape};
 use std::borrow::Cow;
 
@@ -190,7 +188,7 @@ impl Walk<'_, '_> {
             loop {
                 let key = self.c.key()?;
                 count += 1;
-                let kp = prefix(&key);
+                let kp = key_prefix(&key);
                 match k.properties.binary_search_by(|p| p.cmp_key(kp, &key)) {
                     Ok(i) => {
                         // Past the 64 bits a repeat would go unseen: the tree check decides.
