@@ -352,23 +352,13 @@ impl Compiler<'_> {
             }
         }
         // Most leaves of an output schema assert only their type.
-        let only_type = k.required.is_empty()
-            && k.required_bits == 0
-            && k.properties.is_empty()
-            && k.additional.is_none()
-            && k.items.is_none()
-            && k.strings.is_none()
-            && k.all_of.is_empty()
-            && k.any_of.is_empty()
-            && k.one_of.is_empty()
-            && k.not.is_none()
-            && k.conditional.is_none()
-            && k.contains.is_none()
-            && k.property_names.is_none()
-            && k.unbounded();
+        let only_type = k.bare() && k.all_of.is_empty() && k.one_at_a_time();
         match k.types {
             Some(t) if only_type => Node::Type(t),
-            _ => Node::Schema(Box::new(k)),
+            _ => {
+                k.seal();
+                Node::Schema(Box::new(k))
+            }
         }
     }
 

@@ -60,6 +60,22 @@ pub(super) struct Keywords {
     pub(super) max_length: Option<usize>,
     pub(super) min_properties: Option<usize>,
     pub(super) max_properties: Option<usize>,
+    /// How the text walk reads a value against these keywords: decided once, when the
+    /// subschema is compiled ([`Keywords::seal`]), not at every value.
+    pub(super) stream: Stream,
+}
+
+/// How `object_passes`' walk of an answer's text treats a subschema.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stream {
+    /// The value's own tree is read and checked (combinators, conditionals, `contains`,
+    /// `propertyNames`): the default, right for any subschema.
+    #[default]
+    Whole,
+    /// Every keyword looks at one value at a time: checked as the text is read.
+    Read,
+    /// Nothing but one subschema (a `$ref` alone, or `allOf` of one): the walk goes on to it.
+    Through,
 }
 
 impl Keywords {
@@ -75,6 +91,40 @@ impl Keywords {
         ]
         .iter()
         .all(Option::is_none)
+    }
+
+    /// No keyword about the value itself besides `type`: no `required`, `properties`,
+    /// `additionalProperties`, `items`, string `enum`, count or length bound.
+    pub(super) fn bare(&self) -> bool {
+        self.required_bits == 0
+            && self.required.is_empty()
+            && self.properties.is_empty()
+            && self.additional.is_none()
+            && self.items.is_none()
+            && self.strings.is_none()
+            && self.unbounded()
+    }
+
+    /// No applicator but `allOf` (and `$ref`, kept with it): no `anyOf`, `oneOf`, `not`,
+    /// conditional, `contains` or `propertyNames`.
+    pub(super) fn one_at_a_time(&self) -> bool {
+        self.any_of.is_empty()
+            && self.one_of.is_empty()
+            && self.not.is_none()
+            && self.conditional.is_none()
+            && self.contains.is_none()
+            && self.property_names.is_none()
+    }
+
+    /// Sets [`Keywords::stream`] from the keywords present. Which subschemas they name does
+    /// not matter, so a copy with other node indexes (`DocSchema::pin`) keeps it.
+    pub(super) fn seal(&mut self) {
+        self.stream = match self.all_of.len() {
+            _ if !self.one_at_a_time() => Stream::Whole,
+            0 => Stream::Read,
+            1 if self.types.is_none() && self.bare() => Stream::Through,
+            _ => Stream::Whole,
+        };
     }
 }
 

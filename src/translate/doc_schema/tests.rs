@@ -687,3 +687,19 @@ fn mutated_real_answers_are_never_wrongly_valid() {
         "{sure_count} of {total}"
     );
 }
+
+#[test]
+fn a_ref_beside_required_names_checks_both() {
+    // `required` with no `properties` beside it keeps its names apart from the property bits:
+    // the walk must not take such a subschema for a `$ref` alone.
+    let schema = json!({
+        "$ref": "#/$defs/o",
+        "required": ["a"],
+        "$defs": {"o": {"type": "object"}}
+    });
+    assert!(!sure(&schema, &json!({"b": 1})));
+    assert!(sure(&schema, &json!({"a": 1})));
+    let all_of = json!({"allOf": [{"type": "object"}], "required": ["a"]});
+    assert!(!sure(&all_of, &json!({"b": 1})));
+    assert!(sure(&all_of, &json!({"a": 1, "b": 2})));
+}

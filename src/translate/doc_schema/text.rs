@@ -12,7 +12,9 @@
 //! answer into a [`Doc`] as before.
 
 use super::check::{count_within, type_matches};
-use super::node::{ARRAY, BOOL, DocSchema, Keywords, MAX_DEPTH, NULL, Node, OBJECT, STRING, Tri};
+use super::node::{
+    ARRAY, BOOL, DocSchema, Keywords, MAX_DEPTH, NULL, Node, OBJECT, STRING, Stream, Tri,
+};
 use crate::json_doc::{Doc, key_prefix};
 use crate::json_text::{Cursor, Next, Shape};
 use std::borrow::Cow;
@@ -46,32 +48,6 @@ struct Walk<'s, 't> {
     keys: Vec<Cow<'t, str>>,
 }
 
-/// Whether a subschema's keywords each look at one value at a time (see the module header).
-fn streams(k: &Keywords) -> bool {
-    k.any_of.is_empty()
-        && k.one_of.is_empty()
-        && k.not.is_none()
-        && k.conditional.is_none()
-        && k.contains.is_none()
-        && k.property_names.is_none()
-        && (k.all_of.is_empty() || lone_ref(k).is_some())
-}
-
-/// The one subschema of a node that holds nothing else (a `$ref` alone, or `allOf` of one).
-fn lone_ref(k: &Keywords) -> Option<usize> {
-    let [only] = k.all_of.as_slice() else {
-        return None;
-    };
-    let alone = k.types.is_none()
-        && k.required_bits == 0
-        && k.properties.is_empty()
-        && k.additional.is_none()
-        && k.items.is_none()
-        && k.strings.is_none()
-        && k.unbounded();
-    alone.then_some(*only)
-}
-
 /// `Some(())` for [`Tri::Valid`].
 fn sure(t: Tri) -> Option<()> {
     (t == Tri::Valid).then_some(())
@@ -97,9 +73,10 @@ impl Walk<'_, '_> {
         match schema.nodes.get(at)? {
             Node::True => self.c.skip_value(),
             Node::Type(types) => self.typed(*types),
-            Node::Schema(k) if depth <= MAX_DEPTH && streams(k) => match lone_ref(k) {
-                Some(only) => self.value(Some(only), depth + 1),
-                None => self.keywords(k, depth),
+            Node::Schema(k) if depth <= MAX_DEPTH => match k.stream {
+                Stream::Read => self.keywords(k, depth),
+                Stream::Through => self.value(Some(*k.all_of.first()?), depth + 1),
+                Stream::Whole => self.whole(schema, at, depth),
             },
             Node::Schema(_) | Node::Leaf(_) => self.whole(schema, at, depth),
             Node::False | Node::Unknown => None,
