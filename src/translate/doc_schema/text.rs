@@ -192,16 +192,22 @@ impl Walk<'_, '_> {
                 }
             }
         }
-        let others = self.keys.get_mut(start..)?;
-        // Required names that are not among the first 64 properties: a name past them would
-        // have ended the walk above, so these are found among the other keys or nowhere.
-        if crate::json_text::repeats(others)
-            || found & k.required_bits != k.required_bits
-            || !k.required.iter().all(|r| others.iter().any(|o| **o == **r))
-        {
+        if found & k.required_bits != k.required_bits {
             return None;
         }
-        self.keys.truncate(start);
+        // Most objects hold only keys among `properties`: nothing else to look at.
+        if self.keys.len() > start || !k.required.is_empty() {
+            let others = self.keys.get_mut(start..)?;
+            // Required names that are not among the first 64 properties: a name past them
+            // would have ended the walk above, so these are found among the other keys or
+            // nowhere.
+            if crate::json_text::repeats(others)
+                || !k.required.iter().all(|r| others.iter().any(|o| **o == **r))
+            {
+                return None;
+            }
+            self.keys.truncate(start);
+        }
         sure(count_within(count, k.min_properties, k.max_properties))
     }
 }
