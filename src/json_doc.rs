@@ -89,7 +89,7 @@ pub fn key_cmp(ap: u64, a: &str, bp: u64, b: &str) -> Ordering {
 /// `a == b` for the short keys of JSON objects, compared in place: the slice comparison calls
 /// `memcmp`, whose call costs more than the comparison of a key of a few bytes.
 #[inline(always)]
-fn same_key(a: &str, b: &str) -> bool {
+pub fn same_key(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     a.len() == b.len() && (a.len() > 16 && a == b || same_short(a, b))
 }

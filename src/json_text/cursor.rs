@@ -161,8 +161,9 @@ impl<'t> Cursor<'t> {
     }
 
     /// An object's key and its colon (the cursor at the key's quote), the cursor left at the
-    /// member's value.
-    #[inline]
+    /// member's value. Inlined: a call and its `Cow` passed through memory cost about a
+    /// third of reading a short key.
+    #[inline(always)]
     pub fn key(&mut self) -> Option<Cow<'t, str>> {
         if self.peek()? != b'"' {
             return None;

@@ -703,3 +703,59 @@ fn a_ref_beside_required_names_checks_both() {
     assert!(!sure(&all_of, &json!({"b": 1})));
     assert!(sure(&all_of, &json!({"a": 1, "b": 2})));
 }
+
+#[test]
+fn items_in_any_member_order_answer_as_their_trees_do() {
+    // The text walk looks for each member first where the previous item of the array had it:
+    // items that list their members in another order, miss one, add one or repeat one must
+    // answer as the tree check of the same text does (texts, since a `Value` sorts its keys).
+    let schema = DocSchema::compile(&json!({
+        "type": "object",
+        "properties": {"items": {"type": "array", "items": {
+            "type": "object",
+            "required": ["a", "b"],
+            "properties": {"a": {"type": "string"}, "b": {"type": "integer"},
+                           "c": {"type": "boolean"}},
+            "additionalProperties": false
+        }}}
+    }));
+    let agrees = |items: &str| -> bool {
+        let text = format!(r#"{{"items":[{items}]}}"#);
+        let passes = super::object_passes(Some(&schema), text.as_bytes()).is_some();
+        let tree = crate::json_text::read_shaped(text.as_bytes())
+            .is_ok_and(|(doc, shape)| shape.faithful && schema.surely_valid(&doc));
+        assert_eq!(passes, tree, "text and tree differ on {text}");
+        passes
+    };
+    assert!(agrees(
+        r#"{"a":"x","b":1},{"a":"y","b":2},{"b":3,"a":"z"},{"a":"x","b":1,"c":true},{"c":false,"b":1,"a":"x"},{"a":"x","b":1}"#
+    ));
+    assert!(!agrees(r#"{"a":"x","b":1},{"a":"x","b":"1"}"#));
+    assert!(!agrees(r#"{"b":1,"a":"x"},{"b":1,"a":2}"#));
+    assert!(!agrees(r#"{"a":"x","b":1},{"a":"x","d":1}"#));
+    assert!(!agrees(r#"{"a":"x","b":1},{"b":1}"#));
+    assert!(!agrees(r#"{"a":"x","b":1},{"a":"x","a":"y","b":1}"#));
+    assert!(!agrees(r#"{"a":"x","b":1},{"a":"x","b":1,"b":2}"#));
+    // More members than are remembered, forward then backward, and one wrong at the end.
+    let wide = DocSchema::compile(&json!({"type": "object", "properties": {"items": {
+        "type": "array", "items": {"type": "object", "additionalProperties": false,
+        "properties": (0..40).map(|i| (format!("p{i:02}"), json!({"type": "integer"})))
+            .collect::<Map<String, Value>>()}}}}));
+    let item = |order: &mut dyn Iterator<Item = usize>, last: &str| {
+        let members: Vec<String> = order.map(|i| format!(r#""p{i:02}":{i}"#)).collect();
+        format!("{{{}{last}}}", members.join(","))
+    };
+    let forward = item(&mut (0..40), "");
+    let backward = item(&mut (0..40).rev(), "");
+    let bad = item(&mut (0..39), r#","p39":"x""#);
+    for (items, valid) in [
+        (format!("{forward},{backward},{forward}"), true),
+        (format!("{forward},{forward},{bad}"), false),
+    ] {
+        let text = format!(r#"{{"items":[{items}]}}"#);
+        assert_eq!(
+            super::object_passes(Some(&wide), text.as_bytes()).is_some(),
+            valid
+        );
+    }
+}

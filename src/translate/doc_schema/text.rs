@@ -15,7 +15,7 @@ use super::check::{count_within, type_matches};
 use super::node::{
     ARRAY, BOOL, DocSchema, Keywords, MAX_DEPTH, NULL, Node, OBJECT, STRING, Stream, Tri,
 };
-use crate::json_doc::{Doc, key_prefix};
+use crate::json_doc::{Doc, key_prefix, same_key};
 use crate::json_text::{Cursor, Next, Shape};
 use std::borrow::Cow;
 
@@ -27,6 +27,7 @@ pub fn object_passes(schema: Option<&DocSchema>, bytes: &[u8]) -> Option<Shape> 
         schema,
         c: Cursor::new(bytes, true)?,
         keys: Vec::new(),
+        orders: Vec::new(),
     };
     if walk.c.next()? != Next::Object {
         return None;
@@ -46,7 +47,20 @@ struct Walk<'s, 't> {
     /// The keys not among `properties` of the objects being read, innermost last: a repeated
     /// one makes the text unfaithful.
     keys: Vec<Cow<'t, str>>,
+    /// Per object subschema met (by address), the property each of the first [`HINTS`]
+    /// members of the last object read against it matched: the items of an array list their
+    /// members in the same order, so the next object's member is looked for there first.
+    orders: Vec<(usize, [u8; HINTS])>,
 }
+
+/// Members per object whose property is remembered for the next object of the same schema.
+const HINTS: usize = 16;
+
+/// Object schemas whose member order is remembered in one walk.
+const ORDERS: usize = 8;
+
+/// No property remembered at a member's place.
+const NO_HINT: u8 = u8::MAX;
 
 /// `Some(())` for [`Tri::Valid`].
 fn sure(t: Tri) -> Option<()> {
@@ -83,7 +97,8 @@ impl Walk<'_, '_> {
         }
     }
 
-    /// A value against `type` alone.
+    /// A value against `type` alone. Inlined: most members take it.
+    #[inline(always)]
     fn typed(&mut self, types: u8) -> Option<()> {
         match self.c.next()? {
             Next::Number => {
@@ -155,18 +170,56 @@ impl Walk<'_, '_> {
         }
     }
 
+    /// The index in [`Walk::orders`] of `k`'s remembered member order, added if new.
+    #[inline]
+    fn order_slot(&mut self, k: &Keywords) -> usize {
+        let id = std::ptr::from_ref(k) as usize;
+        match self.orders.iter().position(|(of, _)| *of == id) {
+            Some(i) => i,
+            // A few schemas are remembered: past them the search would cost what it saves,
+            // and a slot out of range is no hint.
+            None if self.orders.len() >= ORDERS => usize::MAX,
+            None => {
+                self.orders.push((id, [NO_HINT; HINTS]));
+                self.orders.len() - 1
+            }
+        }
+    }
+
     /// An object: each member against its property's subschema or `additionalProperties`,
     /// the properties found as bits for `required`, the other keys kept to find a repeat.
     fn object(&mut self, k: &Keywords, depth: u32) -> Option<()> {
+        let slot = self.order_slot(k);
         let start = self.keys.len();
         let mut found = 0u64;
         let mut count = 0;
         if !self.c.open(b'}')? {
             loop {
                 let key = self.c.key()?;
+                let place = count;
                 count += 1;
-                let kp = key_prefix(&key);
-                match k.properties.binary_search_by(|p| p.cmp_key(kp, &key)) {
+                let hint = self
+                    .orders
+                    .get(slot)
+                    .and_then(|(_, o)| o.get(place).copied());
+                let at = match hint.and_then(|h| Some((h, k.properties.get(usize::from(h))?))) {
+                    Some((h, p)) if same_key(&p.name, &key) => Ok(usize::from(h)),
+                    _ => {
+                        let kp = key_prefix(&key);
+                        k.properties.binary_search_by(|p| p.cmp_key(kp, &key))
+                    }
+                };
+                if let Some(o) = self
+                    .orders
+                    .get_mut(slot)
+                    .and_then(|(_, o)| o.get_mut(place))
+                {
+                    *o = at
+                        .ok()
+                        .and_then(|i| u8::try_from(i).ok())
+                        .unwrap_or(NO_HINT);
+                }
+                match at {
                     Ok(i) => {
                         // Past the 64 bits a repeat would go unseen: the tree check decides.
                         let bit = 1u64.checked_shl(u32::try_from(i).ok()?)?;
