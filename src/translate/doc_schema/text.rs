@@ -198,13 +198,13 @@ impl Walk<'_, '_> {
                 let key = self.c.key()?;
                 let place = count;
                 count += 1;
-                let hint = self
-                    .orders
-                    .get(slot)
-                    .and_then(|(_, o)| o.get(place).copied());
-                let at = match hint.and_then(|h| Some((h, k.properties.get(usize::from(h))?))) {
-                    Some((h, p)) if same_key(&p.name, &key) => Ok(usize::from(h)),
-                    _ => {
+                let hint = self.orders.get(slot).and_then(|(_, o)| o.get(place));
+                let hit = hint
+                    .map(|&h| usize::from(h))
+                    .filter(|&h| k.properties.get(h).is_some_and(|p| same_key(&p.name, &key)));
+                let at = match hit {
+                    Some(h) => Ok(h),
+                    None => {
                         let kp = key_prefix(&key);
                         k.properties.binary_search_by(|p| p.cmp_key(kp, &key))
                     }
