@@ -77,7 +77,7 @@ impl fmt::Debug for HttpCredentials {
     }
 }
 
-fn one(headers: &HeaderMap, name: &str) -> Option<Result<String, ()>> {
+fn one(headers: &HeaderMap, name: &http::HeaderName) -> Option<Result<String, ()>> {
     let mut all = headers.get_all(name).iter();
     let first = all.next()?;
     if all.next().is_some() {
@@ -96,14 +96,14 @@ fn one(headers: &HeaderMap, name: &str) -> Option<Result<String, ()>> {
 impl HttpCredentials {
     pub fn from_headers(headers: &HeaderMap) -> HttpCredentials {
         HttpCredentials {
-            authorization: one(headers, "authorization"),
-            api_key: one(headers, "x-api-key"),
+            authorization: one(headers, &http::header::AUTHORIZATION),
+            api_key: one(headers, &crate::util::names::X_API_KEY),
             sign_with: Default::default(),
             request: None,
             client_cert: None,
             backend_key: None,
             mcp: None,
-            session: one(headers, "mcp-session-id").and_then(Result::ok),
+            session: one(headers, &crate::util::names::MCP_SESSION_ID).and_then(Result::ok),
         }
     }
 

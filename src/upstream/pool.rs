@@ -18,8 +18,10 @@
 //! connection which then died before any byte of an answer is sent once more, on a fresh
 //! connection, only when it is a safe method or carries an `Idempotency-Key` header.
 
+use crate::util::names;
 use bytes::{Bytes, BytesMut};
 use http::header::{HOST, HeaderValue};
+use http::uri::PathAndQuery;
 use http::{HeaderMap, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
@@ -290,21 +292,22 @@ impl Pool {
         body: Option<Vec<u8>>,
         max_body: usize,
     ) -> Result<Answer, PoolError> {
+        // The request line names the path alone (origin form): the pool is the connection.
+        // Taken from the URL's parts, not read again from its text.
         let uri: Uri = url
             .parse()
             .map_err(|_| PoolError::BadUrl(url.to_string()))?;
         let path = uri
-            .path_and_query()
-            .map(|p| p.as_str())
-            .unwrap_or("/")
-            .to_string();
+            .into_parts()
+            .path_and_query
+            .unwrap_or_else(|| PathAndQuery::from_static("/"));
         let replayable = method.is_safe()
-            || headers.contains_key("idempotency-key")
-            || headers.contains_key("x-idempotency-key");
+            || headers.contains_key(names::IDEMPOTENCY_KEY)
+            || headers.contains_key(names::X_IDEMPOTENCY_KEY);
         let body = Bytes::from(body.unwrap_or_default());
         let mut req = Request::new(Full::new(body.clone()));
         *req.method_mut() = method;
-        *req.uri_mut() = Uri::try_from(path).map_err(|_| PoolError::BadUrl(url.to_string()))?;
+        *req.uri_mut() = Uri::from(path);
         *req.headers_mut() = headers;
         req.headers_mut()
             .entry(HOST)

@@ -5,6 +5,7 @@ pub mod duration;
 pub mod env;
 pub mod jwk;
 pub mod listen;
+pub mod names;
 pub mod schema_error;
 pub mod similar;
 pub mod version;

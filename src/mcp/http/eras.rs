@@ -13,6 +13,7 @@ use crate::mcp::jsonrpc::{
 };
 use crate::mcp::notify;
 use crate::mcp::{LEGACY_VERSIONS, MODERN_VERSIONS};
+use crate::util::names;
 use http::{HeaderMap, Response, StatusCode};
 use serde_json::{Value, json};
 
@@ -213,13 +214,13 @@ impl Server {
             );
         };
         // Field values are compared without optional whitespace (RFC 9110 §5.5).
-        let header = |name: &str| {
+        let header = |name: &http::HeaderName| {
             headers
                 .get(name)
                 .and_then(|v| v.to_str().ok())
                 .map(str::trim)
         };
-        match header("mcp-protocol-version") {
+        match header(&names::MCP_PROTOCOL_VERSION) {
             Some(v) if v == version => {}
             Some(v) => {
                 return bad(
@@ -246,7 +247,7 @@ impl Server {
                 Some(json!({ "supported": MODERN_VERSIONS, "requested": version })),
             );
         }
-        match header("mcp-method").map(decode_header_value) {
+        match header(&names::MCP_METHOD).map(decode_header_value) {
             Some(Some(m)) if m == method => {}
             Some(Some(m)) => {
                 return bad(
@@ -268,7 +269,7 @@ impl Server {
             "tools/call" | "prompts/get" => Some("name"),
             "resources/read" => Some("uri"),
             // The tasks extension routes on the task id; a header, when sent, must match.
-            "tasks/get" | "tasks/update" | "tasks/cancel" if header("mcp-name").is_some() => {
+            "tasks/get" | "tasks/update" | "tasks/cancel" if header(&names::MCP_NAME).is_some() => {
                 Some("taskId")
             }
             _ => None,
@@ -278,7 +279,7 @@ impl Server {
                 .as_ref()
                 .and_then(|p| p.get(key))
                 .and_then(Value::as_str);
-            match (header("mcp-name").map(decode_header_value), body_name) {
+            match (header(&names::MCP_NAME).map(decode_header_value), body_name) {
                 (Some(Some(h)), Some(b)) if h == b => {}
                 (None, _) => return bad(HEADER_MISMATCH, "missing Mcp-Name header".into(), None),
                 (Some(None), _) => {

@@ -131,7 +131,7 @@ impl Server {
         let headers = &parts.headers;
         let session_hdr = Self::session_id(headers);
         let version_hdr = headers
-            .get("mcp-protocol-version")
+            .get(crate::util::names::MCP_PROTOCOL_VERSION)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
         let params = match &msg {

@@ -56,7 +56,7 @@ impl Server {
 
     pub(super) fn session_id(req_headers: &HeaderMap) -> Option<String> {
         req_headers
-            .get("mcp-session-id")
+            .get(crate::util::names::MCP_SESSION_ID)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string)
     }
