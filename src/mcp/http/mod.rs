@@ -22,6 +22,7 @@ use lifetime::expire_sessions;
 pub use respond::Body;
 use respond::{boxed_in_place, empty, json_response, rpc_error};
 pub(crate) use respond::{host_of, request_host};
+use respond::{host_part, request_host_str};
 use serde_json::{Value, json};
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -241,7 +242,7 @@ impl Server {
 
     /// DNS-rebinding protection: foreign Host or Origin -> 403.
     fn check_origin(&self, req: &Request<Incoming>) -> Option<Response<Body>> {
-        let host = request_host(req);
+        let host = request_host_str(req);
         let forbidden = |what: &str| {
             Some(rpc_error(
                 StatusCode::FORBIDDEN,
@@ -256,7 +257,7 @@ impl Server {
         if !any_host
             && !host
                 .as_ref()
-                .is_some_and(|h| self.host_allowed(&host_of(h)))
+                .is_some_and(|h| self.host_allowed(host_part(h)))
         {
             return forbidden("this Host");
         }

@@ -237,28 +237,33 @@ pub(super) fn accepts(headers: &HeaderMap) -> (bool, bool) {
 
 /// The `Host` header, else the URI's authority (HTTP/2's `:authority`), as sent.
 pub(crate) fn request_host<B>(req: &Request<B>) -> Option<String> {
+    request_host_str(req).map(str::to_string)
+}
+
+/// [`request_host`], borrowed from the request.
+pub(crate) fn request_host_str<B>(req: &Request<B>) -> Option<&str> {
     req.headers()
         .get(header::HOST)
         .and_then(|v| v.to_str().ok())
-        .map(str::to_string)
-        .or_else(|| req.uri().authority().map(|a| a.to_string()))
+        .or_else(|| req.uri().authority().map(|a| a.as_str()))
 }
 
 /// The host of a `Host` header or URI authority, lower-cased, without port or IPv6 brackets.
 pub(crate) fn host_of(authority: &str) -> String {
-    let a = authority.trim().to_ascii_lowercase();
+    host_part(authority).to_ascii_lowercase()
+}
+
+/// [`host_of`] in the case it was sent: a slice of `authority`, for comparisons that ignore
+/// ASCII case anyway (lower-casing moves no byte, so the slice is the same either way).
+pub(crate) fn host_part(authority: &str) -> &str {
+    let a = authority.trim();
     if let Some(rest) = a.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or("").to_string();
+        return rest.split(']').next().unwrap_or("");
     }
-    a.rsplit_once(':')
-        .map(|(h, p)| {
-            if p.chars().all(|c| c.is_ascii_digit()) {
-                h.to_string()
-            } else {
-                a.clone()
-            }
-        })
-        .unwrap_or(a)
+    match a.rsplit_once(':') {
+        Some((h, p)) if p.chars().all(|c| c.is_ascii_digit()) => h,
+        _ => a,
+    }
 }
 
 /// An HTTP answer whose body is a Problem Details object (autonym's pre-JSON-RPC forms, MCP

@@ -54,6 +54,20 @@ fn host_parsing() {
     assert_eq!(host_of("localhost:8080"), "localhost");
     assert_eq!(host_of("[::1]:8080"), "::1");
     assert_eq!(host_of("Example.COM"), "example.com");
+    // The borrowed form keeps the case sent and cuts the same bytes.
+    for a in [
+        "Example.COM:8080",
+        " [::1]:8080 ",
+        "[FE80::1]",
+        "host:port",
+        "LOCALHOST",
+        "a:b:8080",
+        "",
+    ] {
+        assert_eq!(host_part(a).to_ascii_lowercase(), host_of(a), "{a:?}");
+    }
+    assert_eq!(host_part("Example.COM:8080"), "Example.COM");
+    assert_eq!(host_part("host:port"), "host:port");
 }
 
 #[test]
