@@ -125,6 +125,21 @@ impl<'t> Cursor<'t> {
         })
     }
 
+    /// Reads past `true`, `false` or `null` (the cursor at its first letter), building no
+    /// value: a walk's check of a boolean member, where [`Cursor::literal`]'s `Value` would be
+    /// made and dropped again.
+    #[inline]
+    pub fn skip_literal(&mut self) -> Option<()> {
+        let word: &[u8] = match self.peek()? {
+            b't' => b"true",
+            b'f' => b"false",
+            b'n' => b"null",
+            _ => return None,
+        };
+        let rest = self.text.as_bytes().get(self.at..)?;
+        rest.starts_with(word).then(|| self.at += word.len())
+    }
+
     /// Opens a container (the cursor is at its bracket); true when it is empty (and closed).
     #[inline]
     pub fn open(&mut self, close: u8) -> Option<bool> {
@@ -331,7 +346,7 @@ impl<'t> Cursor<'t> {
         match self.next()? {
             Next::String => self.skip_string(),
             Next::Number => self.number().map(drop),
-            Next::Null | Next::Bool => self.literal().map(drop),
+            Next::Null | Next::Bool => self.skip_literal(),
             Next::Array => {
                 if self.open(b']')? {
                     return Some(());

@@ -643,3 +643,21 @@ proptest! {
         reads_alike(&bytes);
     }
 }
+
+#[test]
+fn a_skipped_literal_ends_where_the_read_one_does() {
+    for text in [
+        "true", "false", "null", "true,", "false]", "null}", "tru", "fals", "nul", "t", "f", "n",
+        "trUe", "nulll", "falsey", "x", "\"true\"",
+    ] {
+        let (Some(mut read), Some(mut skipped)) = (
+            Cursor::new(text.as_bytes(), false),
+            Cursor::new(text.as_bytes(), false),
+        ) else {
+            panic!("{text} is UTF-8");
+        };
+        let value = read.literal();
+        assert_eq!(skipped.skip_literal().is_some(), value.is_some(), "{text}");
+        assert_eq!(skipped.at(), read.at(), "{text}");
+    }
+}

@@ -107,6 +107,7 @@ impl Walk<'_, '_> {
             }
             next if types & kind(next) == 0 => None,
             Next::String => self.c.skip_string(),
+            Next::Bool | Next::Null => self.c.skip_literal(),
             _ => self.c.skip_value(),
         }
     }
@@ -166,7 +167,7 @@ impl Walk<'_, '_> {
                     None => Some(()),
                 }
             }
-            Next::Null | Next::Bool => self.c.literal().map(drop),
+            Next::Null | Next::Bool => self.c.skip_literal(),
         }
     }
 
