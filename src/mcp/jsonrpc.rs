@@ -107,9 +107,10 @@ pub fn parse_value(bytes: &[u8], max_depth: usize) -> Result<Value, Rejection> {
     })
 }
 
-/// Classifies a parsed JSON value.
+/// Classifies a parsed JSON value. The members are moved out in one pass over the object,
+/// each matched by its key, instead of removed one by one by lookups in its map.
 pub fn classify(value: Value) -> Result<Message, Rejection> {
-    let Value::Object(mut obj) = value else {
+    let Value::Object(obj) = value else {
         let message = if value.is_array() {
             "JSON-RPC batches are not supported: send one message per request"
         } else {
@@ -121,13 +122,25 @@ pub fn classify(value: Value) -> Result<Message, Rejection> {
             id: Value::Null,
         });
     };
-    let id = obj.remove("id");
+    let (mut id, mut version, mut params, mut method) = (None, false, None, None);
+    let mut others = Map::new();
+    for (key, v) in obj {
+        match key.as_str() {
+            "id" => id = Some(v),
+            "jsonrpc" => version = v.as_str() == Some("2.0"),
+            "params" => params = Some(v),
+            "method" => method = Some(v),
+            _ => {
+                others.insert(key, v);
+            }
+        }
+    }
     let reject = |message: &str, id: &Option<Value>| Rejection {
         code: INVALID_REQUEST,
         message: message.into(),
         id: id.clone().filter(valid_id).unwrap_or(Value::Null),
     };
-    if obj.get("jsonrpc") != Some(&Value::String("2.0".into())) {
+    if !version {
         return Err(reject("`jsonrpc` must be \"2.0\"", &id));
     }
     if let Some(i) = &id
@@ -135,21 +148,22 @@ pub fn classify(value: Value) -> Result<Message, Rejection> {
     {
         return Err(reject("`id` must be a string or an integer", &id));
     }
-    let params = obj.remove("params");
     if let Some(p) = &params
         && !p.is_object()
         && !p.is_array()
     {
         return Err(reject("`params` must be an object", &id));
     }
-    match (obj.remove("method"), id) {
+    match (method, id) {
         (Some(Value::String(method)), Some(id)) => Ok(Message::Request { id, method, params }),
         (Some(Value::String(method)), None) => Ok(Message::Notification { method, params }),
         (Some(_), id) => Err(reject("`method` must be a string", &id)),
-        (None, Some(id)) if obj.contains_key("result") || obj.contains_key("error") => {
+        (None, Some(id)) if others.contains_key("result") || others.contains_key("error") => {
+            // The message less `id` and `method` (and `params`), as sent: `jsonrpc` was "2.0".
+            others.insert("jsonrpc".into(), Value::String("2.0".into()));
             Ok(Message::Response {
                 id,
-                body: Value::Object(obj),
+                body: Value::Object(others),
             })
         }
         (None, id) => Err(reject("a request needs `method`", &id)),
@@ -186,6 +200,44 @@ pub fn error(id: &Value, code: i64, message: &str, data: Option<Value>) -> Value
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The classification of an object as it was written first: members removed from the map
+    /// by key.
+    fn classify_by_removal(mut obj: Map<String, Value>) -> Result<Message, Rejection> {
+        let id = obj.remove("id");
+        let reject = |message: &str, id: &Option<Value>| Rejection {
+            code: INVALID_REQUEST,
+            message: message.into(),
+            id: id.clone().filter(valid_id).unwrap_or(Value::Null),
+        };
+        if obj.get("jsonrpc") != Some(&Value::String("2.0".into())) {
+            return Err(reject("`jsonrpc` must be \"2.0\"", &id));
+        }
+        if let Some(i) = &id
+            && !valid_id(i)
+        {
+            return Err(reject("`id` must be a string or an integer", &id));
+        }
+        let params = obj.remove("params");
+        if let Some(p) = &params
+            && !p.is_object()
+            && !p.is_array()
+        {
+            return Err(reject("`params` must be an object", &id));
+        }
+        match (obj.remove("method"), id) {
+            (Some(Value::String(method)), Some(id)) => Ok(Message::Request { id, method, params }),
+            (Some(Value::String(method)), None) => Ok(Message::Notification { method, params }),
+            (Some(_), id) => Err(reject("`method` must be a string", &id)),
+            (None, Some(id)) if obj.contains_key("result") || obj.contains_key("error") => {
+                Ok(Message::Response {
+                    id,
+                    body: Value::Object(obj),
+                })
+            }
+            (None, id) => Err(reject("a request needs `method`", &id)),
+        }
+    }
 
     /// The nesting limit as it was checked before the one-pass reader: the byte scan first,
     /// then serde_json.
@@ -236,6 +288,59 @@ mod tests {
             parse(br#"{"jsonrpc":"2.0","id":"a","result":{}}"#, 64),
             Ok(Message::Response { .. })
         ));
+    }
+
+    #[test]
+    fn one_pass_classifies_as_removal_by_key_did() {
+        let ids = [
+            json!(1),
+            json!("a"),
+            json!(-3),
+            json!(1.5),
+            json!(null),
+            json!([1]),
+        ];
+        let mut bodies = vec![Map::new()];
+        for id in ids.iter().map(Some).chain([None]) {
+            for version in [Some(json!("2.0")), Some(json!("1.0")), Some(json!(2)), None] {
+                for method in [Some(json!("ping")), Some(json!(7)), None] {
+                    for params in [
+                        Some(json!({"a": 1})),
+                        Some(json!([1])),
+                        Some(json!(3)),
+                        None,
+                    ] {
+                        for extra in [
+                            None,
+                            Some(("result", json!({}))),
+                            Some(("error", json!({"code": 1}))),
+                            Some(("x", json!(true))),
+                        ] {
+                            let mut m = Map::new();
+                            let members = [
+                                ("id", id.cloned()),
+                                ("jsonrpc", version.clone()),
+                                ("method", method.clone()),
+                                ("params", params.clone()),
+                            ];
+                            for (k, v) in members {
+                                if let Some(v) = v {
+                                    m.insert(k.into(), v);
+                                }
+                            }
+                            if let Some((k, v)) = &extra {
+                                m.insert((*k).into(), v.clone());
+                            }
+                            bodies.push(m);
+                        }
+                    }
+                }
+            }
+        }
+        for body in bodies {
+            let one_pass = classify(Value::Object(body.clone()));
+            assert_eq!(one_pass, classify_by_removal(body.clone()), "{body:?}");
+        }
     }
 
     #[test]
