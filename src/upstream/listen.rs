@@ -18,6 +18,7 @@
 //! `max_response_bytes`; a larger one ends the stream (it is reopened).
 
 use super::mcp::{Era, McpUpstream, envelope, event_end, sse_data, transport_error};
+use crate::util::names;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -160,9 +161,9 @@ impl McpUpstream {
                     .http
                     .get(&self.opts.url)
                     .header("accept", "text/event-stream")
-                    .header("mcp-protocol-version", version.as_str());
+                    .header(names::MCP_PROTOCOL_VERSION, version.as_str());
                 if let Some(s) = session {
-                    rb = rb.header("mcp-session-id", s.as_str());
+                    rb = rb.header(names::MCP_SESSION_ID, s.as_str());
                 }
                 if let Some(last) = last_event_id.as_deref() {
                     rb = rb.header("last-event-id", last);

@@ -7,6 +7,7 @@
 //! whole exchange runs inside the call's timeout, and a call that times out (or is dropped) is
 //! cancelled upstream: the stream is closed (2026-07-28) or `notifications/cancelled` is sent.
 
+use crate::util::names;
 use base64::Engine;
 use bytes::BytesMut;
 use serde_json::{Map, Value, json};
@@ -371,18 +372,18 @@ impl McpUpstream {
         match era {
             Era::Modern => {
                 rb = rb
-                    .header("mcp-protocol-version", MODERN)
-                    .header("mcp-method", method);
+                    .header(names::MCP_PROTOCOL_VERSION, MODERN)
+                    .header(names::MCP_METHOD, method);
                 if let Some(n) = name {
-                    rb = rb.header("mcp-name", routing_value(n));
+                    rb = rb.header(names::MCP_NAME, routing_value(n));
                 }
             }
             Era::Legacy { version, session } => {
                 if method != "initialize" {
-                    rb = rb.header("mcp-protocol-version", version.as_str());
+                    rb = rb.header(names::MCP_PROTOCOL_VERSION, version.as_str());
                 }
                 if let Some(s) = session {
-                    rb = rb.header("mcp-session-id", s.as_str());
+                    rb = rb.header(names::MCP_SESSION_ID, s.as_str());
                 }
             }
         }
@@ -413,7 +414,7 @@ impl McpUpstream {
         let status = resp.status().as_u16();
         let session = resp
             .headers()
-            .get("mcp-session-id")
+            .get(names::MCP_SESSION_ID)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
         let retry = retry_after(resp.headers());

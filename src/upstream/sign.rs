@@ -4,6 +4,7 @@
 
 use crate::model::{Failure, FailureKind};
 use crate::translate::rest::RestRequest;
+use crate::util::names;
 use crate::webhook::keys::SigningKey;
 use crate::webhook::sig::{self, RequestParts};
 use arc_swap::ArcSwapOption;
@@ -59,7 +60,7 @@ pub fn sign(req: &mut RestRequest) -> Result<(), Failure> {
     if url.query().is_some() {
         components.push("@query");
     }
-    if req.headers.contains_key("idempotency-key") {
+    if req.headers.contains_key(names::IDEMPOTENCY_KEY) {
         components.push("idempotency-key");
     }
     if let Some(body) = &req.body {
