@@ -28,6 +28,14 @@ fn first_in_block(b: [u8; 16]) -> Option<usize> {
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 #[inline]
 pub(super) fn block_mask(b: [u8; 16]) -> u32 {
+    block_masks(b).0
+}
+
+/// [`block_mask`] and, apart, the bits of the bytes below 0x20 (whose escapes are six bytes
+/// long), found by SSE2 byte compares.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[inline]
+pub(super) fn block_masks(b: [u8; 16]) -> (u32, u32) {
     use std::arch::x86_64::{
         _mm_cmpeq_epi8, _mm_max_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set_epi64x,
         _mm_set1_epi8,
@@ -35,17 +43,20 @@ pub(super) fn block_mask(b: [u8; 16]) -> u32 {
     let v = u128::from_le_bytes(b);
     // SAFETY: these intrinsics need SSE2, which this build targets (the `cfg` above; every
     // x86-64 CPU has it); they compute on registers and read no memory.
-    let mask = unsafe {
+    let (all, controls) = unsafe {
         let v = _mm_set_epi64x((v >> 64) as i64, v as i64);
         let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
         let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
         // Unsigned `b <= 0x1f`: the larger of `b` and 0x1f is 0x1f.
         let ceiling = _mm_set1_epi8(0x1f);
         let control = _mm_cmpeq_epi8(_mm_max_epu8(v, ceiling), ceiling);
-        _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control))
+        (
+            _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control)),
+            _mm_movemask_epi8(control),
+        )
     };
     // movemask sets the low sixteen bits only.
-    mask as u32
+    (all as u32, controls as u32)
 }
 
 /// [`block_mask`] where the machine has no sixteen-byte compares: the table, byte by byte
@@ -53,9 +64,21 @@ pub(super) fn block_mask(b: [u8; 16]) -> u32 {
 #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
 #[inline]
 pub(super) fn block_mask(b: [u8; 16]) -> u32 {
-    b.iter().enumerate().fold(0u32, |acc, (i, &x)| {
-        acc | (u32::from(ESCAPE[x as usize] != 0) << i)
-    })
+    block_masks(b).0
+}
+
+/// [`block_masks`] where the machine has no sixteen-byte compares, byte by byte.
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+#[inline]
+pub(super) fn block_masks(b: [u8; 16]) -> (u32, u32) {
+    b.iter()
+        .enumerate()
+        .fold((0u32, 0u32), |(all, controls), (i, &x)| {
+            (
+                all | (u32::from(ESCAPE[x as usize] != 0) << i),
+                controls | (u32::from(x < 0x20) << i),
+            )
+        })
 }
 
 /// The first byte that needs an escape in `w`, if any.

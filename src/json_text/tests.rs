@@ -108,6 +108,17 @@ fn escapes_at_every_position_of_every_short_length() {
     }
 }
 
+/// Capacities `out` starts with: none (the block-wise escaper leaves blocks it has no room
+/// for to the byte-wise loop), some, and room for every block of the texts here.
+const ROOMS: [usize; 3] = [0, 100, 8192];
+
+/// `bytes` written as a JSON string into a buffer that starts with `spare` capacity.
+fn written_str(bytes: &[u8], spare: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(spare);
+    write_str_bytes(bytes, &mut out);
+    out
+}
+
 /// Strings long enough for the block-wise escaper (32 bytes and more), with escapes dense
 /// and sparse: every position of the first blocks holds one, with a second escape at every
 /// distance after it, beside multi-byte text; written as serde_json writes them, whether
@@ -129,9 +140,13 @@ fn long_strings_with_escapes_anywhere_are_written_as_serde_json_writes_them() {
                 let mut out = Vec::new();
                 write_str(&s, &mut out);
                 assert_eq!(out, want, "{s:?}");
-                out.clear();
-                write_str_bytes(s.as_bytes(), &mut out);
-                assert_eq!(out, want, "{s:?}");
+                for spare in ROOMS {
+                    assert_eq!(
+                        written_str(s.as_bytes(), spare),
+                        want,
+                        "{s:?}, room {spare}"
+                    );
+                }
             }
         }
     }
@@ -159,6 +174,9 @@ fn runs_of_every_length_between_escapes_are_written_as_serde_json_writes_them() 
             let mut out = b"#".to_vec();
             write_str_bytes(s.as_bytes(), &mut out);
             assert_eq!(out.get(1..), Some(&want[..]), "run {run}, {esc:?}");
+            for spare in ROOMS {
+                assert_eq!(written_str(s.as_bytes(), spare), want, "run {run}, {esc:?}");
+            }
         }
     }
 }
@@ -191,6 +209,35 @@ fn escapes_that_grow_text_most_are_written_after_what_out_holds() {
             write_str_bytes(s.as_bytes(), &mut out);
             assert_eq!(out.get(..before), Some(&vec![b'#'; before][..]));
             assert_eq!(out.get(before..), Some(&want[..]), "{s:?} after {before}");
+        }
+    }
+}
+
+/// Every ASCII byte filling whole blocks, and at every place of a block among bytes that
+/// need no escape or among other escapes: the block-wise escaper's table and its room for
+/// two- and six-byte escapes give what serde_json writes.
+#[test]
+fn every_byte_in_blocks_escapes_as_serde_json_does() {
+    for b in 0u8..0x80 {
+        let c = b as char;
+        let mut texts = vec![c.to_string().repeat(48)];
+        for at in 0..16 {
+            for other in ['a', '"', '\u{1}'] {
+                let mut s: Vec<char> = std::iter::repeat_n(other, 40).collect();
+                s[at] = c;
+                s[at + 16] = c;
+                texts.push(s.into_iter().collect());
+            }
+        }
+        for s in texts {
+            let want = serde_json::to_vec(&s).unwrap_or_default();
+            for spare in ROOMS {
+                assert_eq!(
+                    written_str(s.as_bytes(), spare),
+                    want,
+                    "{s:?}, room {spare}"
+                );
+            }
         }
     }
 }

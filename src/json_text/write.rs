@@ -1,7 +1,7 @@
 //! Writes `serde_json::Value`s and [`Doc`]s as JSON text, byte for byte what
 //! `serde_json::to_vec` writes. It never reads JSON text.
 
-use super::scan::{ESCAPE, block_mask, first_escape};
+use super::scan::{block_masks, first_escape};
 use crate::json_doc::Doc;
 use serde_json::{Map, Value};
 
@@ -125,12 +125,8 @@ pub fn write_str_bytes(bytes: &[u8], out: &mut Vec<u8>) {
 /// Appends UTF-8 text escaped as the inside of a JSON string, without its quotes: a string
 /// written in pieces (text formatted as it is written) is its quotes around these.
 pub fn write_str_contents(bytes: &[u8], out: &mut Vec<u8>) {
-    let done = if bytes.len() >= 32 {
-        escape_blocks(bytes, out)
-    } else {
-        0
-    };
-    let mut rest = &bytes[done..];
+    let done = escape_blocks(bytes, out);
+    let mut rest = bytes.get(done..).unwrap_or_default();
     // Each escape-free run is copied whole; most strings are one run.
     while let Some(at) = first_escape(rest) {
         out.extend_from_slice(&rest[..at]);
@@ -140,63 +136,129 @@ pub fn write_str_contents(bytes: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(rest);
 }
 
-/// Writes the escapes of `bytes` sixteen bytes at a time, and the runs between them, up to
-/// the last whole block; returns how many bytes of `bytes` are written. Text where escapes
-/// are dense (JSON text as a string, every key and string value quoted) pays a fixed-size
-/// copy per escape instead of a call to `memcpy` and a scan restarted after it.
+/// Writes `bytes` escaped sixteen bytes at a time, up to the last whole block or to the first
+/// block `out` has no room for; returns how many bytes of `bytes` are written. Text where
+/// escapes are dense (JSON text as a string, every key and string value quoted) is written
+/// into the spare capacity, checked once per block: each run
+/// before an escape as a fixed sixteen-byte store from the block, each escape as a fixed
+/// eight-byte store from [`ESCAPED`], the surplus of both overwritten by what follows. No
+/// length check, call or rescan per escape. Escape-free blocks (most of a long text with few
+/// escapes) are only scanned, and copied as one run before the next block with an escape.
+///
+/// Hand-written rather than taken from a crate: `serde_json` escapes byte by byte through
+/// its formatter, and the SIMD JSON crates escape only inside their own serializers. Tested
+/// against `serde_json` (`json_text::tests`: escapes at every offset of every block, runs of
+/// every length, six-byte escapes only).
 fn escape_blocks(bytes: &[u8], out: &mut Vec<u8>) -> usize {
-    let mut done = 0;
     let mut at = 0;
-    while let Some(block) = bytes.get(at..at + 16) {
-        let Ok(block) = <[u8; 16]>::try_from(block) else {
+    // `bytes[..done]` is written; the escape-free blocks after it are copied in one run when
+    // a block with an escape (or the end) is met.
+    let mut done = 0;
+    while let Some(block) = bytes.get(at..).and_then(<[u8]>::first_chunk::<16>) {
+        let (mut mask, controls) = block_masks(*block);
+        if mask == 0 {
+            at += 16;
+            continue;
+        }
+        if done < at {
+            out.extend_from_slice(bytes.get(done..at).unwrap_or_default());
+            done = at;
+        }
+        let room = if controls == 0 { ROOM } else { ROOM_CONTROLS };
+        // Without that room left, the rest is the caller's, written as it needs: reserving
+        // the worst case here would double a buffer sized for the text it holds (a response
+        // sized from the body it copies), for a block that may need two bytes more.
+        if out.capacity() - out.len() < room {
             break;
+        }
+        let len = out.len();
+        let Some(spare) = out.spare_capacity_mut().get_mut(..room) else {
+            return done;
         };
-        let mut mask = block_mask(block);
+        // The block, then zeros: the run from any of its bytes on is a sixteen-byte window.
+        let mut window = [0u8; 32];
+        window[..16].copy_from_slice(block);
+        let mut w = 0;
+        let mut from = 0;
         while mask != 0 {
-            let escape = at + mask.trailing_zeros() as usize;
-            copy_run(bytes, done, escape, out);
-            push_escape(bytes[escape], out);
-            done = escape + 1;
+            let i = mask.trailing_zeros() as usize;
+            let (Some(run), Some(to), Some(&b)) = (
+                window.get(from..from + 16),
+                spare.get_mut(w..w + 16),
+                block.get(i),
+            ) else {
+                return done;
+            };
+            to.write_copy_of_slice(run);
+            w += i - from;
+            let escape = &ESCAPED[b as usize];
+            let Some(to) = spare.get_mut(w..w + 8) else {
+                return done;
+            };
+            to.write_copy_of_slice(escape);
+            w += usize::from(escape[7]);
+            from = i + 1;
             mask &= mask - 1;
         }
+        let (Some(run), Some(to)) = (window.get(from..from + 16), spare.get_mut(w..w + 16)) else {
+            return done;
+        };
+        to.write_copy_of_slice(run);
+        w += 16 - from;
+        // SAFETY: `spare[..w]` is written: each store covers from `w` on and `w` moves by at
+        // most what the store wrote (a run's length, an escape's), and `w <= room`, within the
+        // capacity `reserve` made, so `len + w` bytes of `out` are initialised.
+        unsafe { out.set_len(len + w) };
         at += 16;
+        done = at;
     }
-    // The escape-free run since the last escape is left to the caller's scan.
+    // Escape-free blocks to the end (or to the block left to the caller): found so already,
+    // not scanned again by the caller.
+    if done < at {
+        out.extend_from_slice(bytes.get(done..at).unwrap_or_default());
+        done = at;
+    }
     done
 }
 
-/// Appends `bytes[from..to]`. A run of at most sixteen bytes with sixteen bytes to read is
-/// copied as a fixed sixteen (a register move, not a call) and the surplus cut off again.
-#[inline(always)]
-fn copy_run(bytes: &[u8], from: usize, to: usize, out: &mut Vec<u8>) {
-    let len = to - from;
-    if len <= 16
-        && let Some(chunk) = bytes.get(from..from + 16)
-        && let Ok(chunk) = <[u8; 16]>::try_from(chunk)
-    {
-        let before = out.len();
-        out.extend_from_slice(&chunk);
-        out.truncate(before + len);
-    } else {
-        out.extend_from_slice(&bytes[from..to]);
+/// Room a block without control bytes writes into: before a store, `w` is the bytes of the
+/// block read so far plus one per escape, at most 32, and a store writes sixteen.
+const ROOM: usize = 48;
+
+/// Room a block with control bytes writes into: five more bytes per escape (`\u00XX`).
+const ROOM_CONTROLS: usize = 112;
+
+/// The escape of each byte, padded to eight bytes, its length in the last: every `\X` and
+/// `\u00XX` serde_json writes ([`ESCAPE`]), and zeros for the bytes that need none.
+static ESCAPED: [[u8; 8]; 256] = {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut t = [[0u8; 8]; 256];
+    let mut b = 0;
+    while b < 256 {
+        let letter = match b as u8 {
+            0x08 => b'b',
+            0x09 => b't',
+            0x0a => b'n',
+            0x0c => b'f',
+            0x0d => b'r',
+            b'"' => b'"',
+            b'\\' => b'\\',
+            0x00..=0x1f => b'u',
+            _ => 0,
+        };
+        t[b] = match letter {
+            0 => [0; 8],
+            b'u' => [b'\\', b'u', b'0', b'0', HEX[b >> 4], HEX[b & 0xf], 0, 6],
+            _ => [b'\\', letter, 0, 0, 0, 0, 0, 2],
+        };
+        b += 1;
     }
-}
+    t
+};
 
 /// Appends the escape of one byte that needs one.
 #[inline(always)]
 fn push_escape(b: u8, out: &mut Vec<u8>) {
-    match ESCAPE[b as usize] {
-        b'u' => {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            out.extend_from_slice(&[
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                HEX[(b >> 4) as usize],
-                HEX[(b & 0xf) as usize],
-            ]);
-        }
-        esc => out.extend_from_slice(&[b'\\', esc]),
-    }
+    let escape = &ESCAPED[b as usize];
+    out.extend_from_slice(escape.get(..usize::from(escape[7])).unwrap_or_default());
 }
