@@ -207,19 +207,21 @@ impl Walk<'_, '_> {
                     Some(h) => Ok(h),
                     None => {
                         let kp = key_prefix(&key);
-                        k.properties.binary_search_by(|p| p.cmp_key(kp, &key))
+                        let at = k.properties.binary_search_by(|p| p.cmp_key(kp, &key));
+                        // Remembered for the next object (a hit is remembered already).
+                        if let Some(o) = self
+                            .orders
+                            .get_mut(slot)
+                            .and_then(|(_, o)| o.get_mut(place))
+                        {
+                            *o = at
+                                .ok()
+                                .and_then(|i| u8::try_from(i).ok())
+                                .unwrap_or(NO_HINT);
+                        }
+                        at
                     }
                 };
-                if let Some(o) = self
-                    .orders
-                    .get_mut(slot)
-                    .and_then(|(_, o)| o.get_mut(place))
-                {
-                    *o = at
-                        .ok()
-                        .and_then(|i| u8::try_from(i).ok())
-                        .unwrap_or(NO_HINT);
-                }
                 match at {
                     Ok(i) => {
                         // Past the 64 bits a repeat would go unseen: the tree check decides.
