@@ -139,10 +139,10 @@ pub fn write_str_contents(bytes: &[u8], out: &mut Vec<u8>) {
 /// Writes `bytes` escaped sixteen bytes at a time, up to the last whole block or to the first
 /// block `out` has no room for; returns how many bytes of `bytes` are written. Text where
 /// escapes are dense (JSON text as a string, every key and string value quoted) is written
-/// into the spare capacity, checked once per block: each run
-/// before an escape as a fixed sixteen-byte store from the block, each escape as a fixed
-/// eight-byte store from [`ESCAPED`], the surplus of both overwritten by what follows. No
-/// length check, call or rescan per escape. Escape-free blocks (most of a long text with few
+/// into the spare capacity, checked once per block: each run before an escape as a fixed
+/// sixteen-byte store from the block, each escape as a fixed eight-byte store from
+/// [`ESCAPED`], the surplus of both overwritten by what follows. No length check, call or
+/// rescan per escape. Escape-free blocks (most of a long text with few
 /// escapes) are only scanned, and copied as one run before the next block with an escape.
 ///
 /// Hand-written rather than taken from a crate: `serde_json` escapes byte by byte through
@@ -207,7 +207,7 @@ fn escape_blocks(bytes: &[u8], out: &mut Vec<u8>) -> usize {
         w += 16 - from;
         // SAFETY: `spare[..w]` is written: each store covers from `w` on and `w` moves by at
         // most what the store wrote (a run's length, an escape's), and `w <= room`, within the
-        // capacity `reserve` made, so `len + w` bytes of `out` are initialised.
+        // spare capacity checked above, so `len + w` bytes of `out` are initialised.
         unsafe { out.set_len(len + w) };
         at += 16;
         done = at;
@@ -229,7 +229,7 @@ const ROOM: usize = 48;
 const ROOM_CONTROLS: usize = 112;
 
 /// The escape of each byte, padded to eight bytes, its length in the last: every `\X` and
-/// `\u00XX` serde_json writes ([`ESCAPE`]), and zeros for the bytes that need none.
+/// `\u00XX` serde_json writes (`scan::ESCAPE`), and zeros for the bytes that need none.
 static ESCAPED: [[u8; 8]; 256] = {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut t = [[0u8; 8]; 256];
