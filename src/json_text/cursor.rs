@@ -112,17 +112,13 @@ impl<'t> Cursor<'t> {
 
     /// `true`, `false` or `null` (the cursor at its first letter): the value read.
     pub fn literal(&mut self) -> Option<Value> {
-        let (word, value) = match self.peek()? {
-            b't' => ("true", Value::Bool(true)),
-            b'f' => ("false", Value::Bool(false)),
-            b'n' => ("null", Value::Null),
-            _ => return None,
+        // Any other first letter: `skip_literal` refuses it, and the value is dropped.
+        let value = match self.peek()? {
+            b't' => Value::Bool(true),
+            b'f' => Value::Bool(false),
+            _ => Value::Null,
         };
-        let rest = self.text.as_bytes().get(self.at..)?;
-        rest.starts_with(word.as_bytes()).then(|| {
-            self.at += word.len();
-            value
-        })
+        self.skip_literal().map(|()| value)
     }
 
     /// Reads past `true`, `false` or `null` (the cursor at its first letter), building no

@@ -1,7 +1,7 @@
 //! Writes `serde_json::Value`s and [`Doc`]s as JSON text, byte for byte what
 //! `serde_json::to_vec` writes. It never reads JSON text.
 
-use super::scan::{block_masks, first_escape};
+use super::scan::{ESCAPE, block_masks, first_escape};
 use crate::json_doc::Doc;
 use serde_json::{Map, Value};
 
@@ -228,28 +228,17 @@ const ROOM: usize = 48;
 /// Room a block with control bytes writes into: five more bytes per escape (`\u00XX`).
 const ROOM_CONTROLS: usize = 112;
 
-/// The escape of each byte, padded to eight bytes, its length in the last: every `\X` and
-/// `\u00XX` serde_json writes (`scan::ESCAPE`), and zeros for the bytes that need none.
+/// The escape of each byte, padded to eight bytes, its length in the last: the `\X` or
+/// `\u00XX` of [`ESCAPE`] (serde_json's), and zeros for the bytes that need none.
 static ESCAPED: [[u8; 8]; 256] = {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut t = [[0u8; 8]; 256];
     let mut b = 0;
     while b < 256 {
-        let letter = match b as u8 {
-            0x08 => b'b',
-            0x09 => b't',
-            0x0a => b'n',
-            0x0c => b'f',
-            0x0d => b'r',
-            b'"' => b'"',
-            b'\\' => b'\\',
-            0x00..=0x1f => b'u',
-            _ => 0,
-        };
-        t[b] = match letter {
+        t[b] = match ESCAPE[b] {
             0 => [0; 8],
             b'u' => [b'\\', b'u', b'0', b'0', HEX[b >> 4], HEX[b & 0xf], 0, 6],
-            _ => [b'\\', letter, 0, 0, 0, 0, 0, 2],
+            letter => [b'\\', letter, 0, 0, 0, 0, 0, 2],
         };
         b += 1;
     }

@@ -107,8 +107,8 @@ fn reply(tool: &Tool, call: &Call, sc_text: Option<Bytes>, summary: Option<Strin
         // JSON text as a string: a quote to escape for each end of every key and string, an
         // eighth of the bytes or more where they are short (13 % of a list of short records):
         // room for a quarter, so that the escape never grows the buffer in the middle (a
-        // copy of all written so far), and for the escaper's last sixteen-byte block, which
-        // reserves room for its worst case (`json_text::write`).
+        // copy of all written so far), and for the worst case of a sixteen-byte block, which
+        // the escaper needs spare to write a block whole (`json_text::write`).
         (None, Some(json)) => json.len() + json.len() / 4 + 64,
         (None, None) => 0,
     };
