@@ -96,6 +96,16 @@ fn signal(child: &Child, sig: &str) {
     assert!(ok, "kill {sig} failed");
 }
 
+/// Sends SIGTERM and waits for `child` to exit 0.
+async fn stopped_cleanly(mut child: Child) {
+    signal(&child, "-TERM");
+    let status = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+}
+
 /// Waits until the MCP port of `url` refuses connections (after SIGTERM); fails after a bound
 /// that only keeps a broken shutdown from hanging the suite.
 async fn until_refused(url: &str) {
@@ -311,12 +321,7 @@ async fn sighup_reloads_the_configuration() {
         child.try_wait().unwrap().is_none(),
         "SIGHUP must not end portico"
     );
-    signal(&child, "-TERM");
-    let status = tokio::task::spawn_blocking(move || child.wait())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(status.success(), "{status:?}");
+    stopped_cleanly(child).await;
 }
 
 #[tokio::test]
@@ -362,5 +367,63 @@ async fn each_call_logs_one_json_line_with_ids_and_outcome() {
             .as_str()
             .is_some_and(|id| !id.is_empty()),
         "{line}"
+    );
+}
+
+/// Resident bytes of the `portico` executable's code mappings in the process `pid`.
+fn resident_code(pid: u32) -> usize {
+    let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_portico")).unwrap();
+    let exe = exe.to_str().unwrap();
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
+    let mut code = false;
+    let mut total = 0;
+    for line in smaps.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields
+            .first()
+            .is_some_and(|f| f.contains('-') && !f.ends_with(':'))
+        {
+            code = fields.get(1) == Some(&"r-xp") && fields.get(5) == Some(&exe);
+        } else if code && fields.first() == Some(&"Rss:") {
+            total += fields[1].parse::<usize>().unwrap() * 1024;
+        }
+    }
+    total
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn startup_code_is_unmapped_and_calls_still_run() {
+    let (backend, _seen) = test_backend().await;
+    let dir = fixture_with_backend("gateway", &backend.to_string());
+    let client = reqwest::Client::new();
+    let mut resident = Vec::new();
+    for extra in [&[][..], &["--keep-startup-code"][..]] {
+        let (child, url) = serve(&dir.join("plain.yaml"), extra);
+        // Code the requests run after the release is mapped back as it runs.
+        for id in 1..=3 {
+            let a = send(modern(
+                &client,
+                &url,
+                id,
+                "tools/call",
+                json!({"name": "echo_get", "arguments": {"id": "7", "tag": "x"}}),
+            ))
+            .await;
+            assert_eq!(a.status, 200, "{}", a.text);
+            assert_ne!(a.result()["isError"], json!(true), "{}", a.text);
+            assert_eq!(a.sc()["path"], "/t/echo/items/7", "{}", a.text);
+        }
+        resident.push(resident_code(child.id()));
+        stopped_cleanly(child).await;
+    }
+    let (released, kept) = (resident[0], resident[1]);
+    assert!(kept > 0, "no code mapping of the executable found");
+    // Startup runs code that requests do not (YAML, schema and jq compilation): more than
+    // 10 MiB of a release build, more of a debug one. 4 MiB leaves room for what one run maps
+    // and the other does not.
+    assert!(
+        released + (4 << 20) < kept,
+        "resident code after three calls: {released} bytes with the release against {kept} kept"
     );
 }

@@ -215,6 +215,11 @@ pub struct ServeArgs {
     /// Log line format on stderr.
     #[arg(long, value_enum, default_value_t = LogFormat::Json, env = "PORTICO_LOG_FORMAT")]
     pub log_format: LogFormat,
+    /// Keep the code that startup ran mapped. By default, once started (and after each
+    /// reload), portico unmaps its executable's code and constants, and what requests use is
+    /// mapped back from the page cache as they use it (docs/operations.md).
+    #[arg(long, env = "PORTICO_KEEP_STARTUP_CODE")]
+    pub keep_startup_code: bool,
     /// Server name announced in `serverInfo` (e.g. `autonym`, which its B3 binding requires).
     #[arg(long, default_value = "portico", env = "PORTICO_SERVER_NAME")]
     pub server_name: String,

@@ -65,6 +65,7 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
         shards,
         reload_interval,
         log_format,
+        keep_startup_code,
         server_name,
         webhook_key,
         webhook_journal,
@@ -169,6 +170,12 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
             return Exit::Startup.into();
         }
     };
+    // Before the `mcp:` line: whoever waits for it meets the resident set requests keep.
+    if !keep_startup_code {
+        portico::ops::resident::enable();
+        let released = portico::ops::resident::release_code();
+        tracing::debug!(released_kib = released / 1024, "startup code unmapped");
+    }
     println!("mcp: {}", running.mcp_url());
     if let Some(admin) = running.admin_url() {
         println!("admin: {admin}");

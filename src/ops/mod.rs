@@ -1,5 +1,5 @@
 //! Operations around a running gateway: Prometheus metrics, the admin listener (health,
-//! readiness, metrics), configuration hot reload, TLS certificates, connection limits, the status page, OTLP trace export, the log lines' buffer. It must never sit on the MCP port or block the
+//! readiness, metrics), configuration hot reload, TLS certificates, connection limits, the status page, OTLP trace export, the log lines' buffer, the executable's resident pages. It must never sit on the MCP port or block the
 //! request path: the forward path only touches lock-free metric handles.
 
 pub mod admin;
@@ -12,6 +12,7 @@ pub mod metrics;
 pub mod otel;
 pub mod recent;
 pub mod reload;
+pub mod resident;
 pub mod shards;
 pub mod status;
 pub mod tls;

@@ -155,6 +155,8 @@ fn config_thread() -> Option<&'static Mutex<std::sync::mpsc::Sender<ConfigJob>>>
                                 // caller; the thread lives on for the next one.
                                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
                                 super::release_freed_memory();
+                                // The compiler's code, mapped again by this reload.
+                                super::resident::release_code();
                                 late = true;
                             }
                             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
