@@ -171,44 +171,44 @@ fn escape_blocks(bytes: &[u8], out: &mut Vec<u8>) -> usize {
         if out.capacity() - out.len() < room {
             break;
         }
-        let len = out.len();
-        let Some(spare) = out.spare_capacity_mut().get_mut(..room) else {
-            return done;
-        };
         // The block, then zeros: the run from any of its bytes on is a sixteen-byte window.
         let mut window = [0u8; 32];
         window[..16].copy_from_slice(block);
+        let src = window.as_ptr();
+        let dst = out.spare_capacity_mut().as_mut_ptr().cast::<u8>();
+        // `w`: bytes written into the spare capacity; `from`: the block's bytes written.
         let mut w = 0;
         let mut from = 0;
         while mask != 0 {
             let i = mask.trailing_zeros() as usize;
-            let (Some(run), Some(to), Some(&b)) = (
-                window.get(from..from + 16),
-                spare.get_mut(w..w + 16),
-                block.get(i),
-            ) else {
-                return done;
-            };
-            to.write_copy_of_slice(run);
-            w += i - from;
-            let escape = &ESCAPED[b as usize];
-            let Some(to) = spare.get_mut(w..w + 8) else {
-                return done;
-            };
-            to.write_copy_of_slice(escape);
+            // `mask` has sixteen bits: `i < 16` (the mask spares the bounds check).
+            let escape = &ESCAPED[usize::from(block[i & 15])];
+            debug_assert!(from <= i && i < 16 && w + 16 <= room);
+            // SAFETY: `from <= i < 16`, so the sixteen bytes read from `src + from` are within
+            // `window`'s 32. `w` is the block's bytes written plus, per escape written, its
+            // length minus one (5 for a control byte, else 1), and there are no more escapes
+            // than bytes: before the run `w <= 6 * 15 = 90` (`2 * 15 = 30` without control
+            // bytes) and the run is sixteen bytes; before the escape `w <= 6 * i` (`2 * i`)
+            // and it is eight: within `room` (`ROOM_CONTROLS`, `ROOM`), which the spare
+            // capacity holds (checked above).
+            unsafe {
+                std::ptr::copy_nonoverlapping(src.add(from), dst.add(w), 16);
+                w += i - from;
+                std::ptr::copy_nonoverlapping(escape.as_ptr(), dst.add(w), 8);
+            }
             w += usize::from(escape[7]);
             from = i + 1;
             mask &= mask - 1;
         }
-        let (Some(run), Some(to)) = (window.get(from..from + 16), spare.get_mut(w..w + 16)) else {
-            return done;
-        };
-        to.write_copy_of_slice(run);
+        debug_assert!(from <= 16 && w + 16 <= room);
+        // SAFETY: `from <= 16`: the read is within `window`; `w <= 6 * 16 = 96` (`2 * 16 = 32`
+        // without control bytes), so the sixteen bytes stored end within `room`.
+        unsafe { std::ptr::copy_nonoverlapping(src.add(from), dst.add(w), 16) };
         w += 16 - from;
-        // SAFETY: `spare[..w]` is written: each store covers from `w` on and `w` moves by at
+        // SAFETY: `dst[..w]` is written: each store covers from `w` on and `w` moves by at
         // most what the store wrote (a run's length, an escape's), and `w <= room`, within the
-        // spare capacity checked above, so `len + w` bytes of `out` are initialised.
-        unsafe { out.set_len(len + w) };
+        // spare capacity checked above, so `out.len() + w` bytes of `out` are initialised.
+        unsafe { out.set_len(out.len() + w) };
         at += 16;
         done = at;
     }
@@ -223,6 +223,7 @@ fn escape_blocks(bytes: &[u8], out: &mut Vec<u8>) -> usize {
 
 /// Room a block without control bytes writes into: before a store, `w` is the bytes of the
 /// block read so far plus one per escape, at most 32, and a store writes sixteen.
+/// `escape_blocks` writes within it without a check per store.
 const ROOM: usize = 48;
 
 /// Room a block with control bytes writes into: five more bytes per escape (`\u00XX`).
