@@ -2,7 +2,8 @@
 //! It never answers valid for a document `jsonschema` would reject; only a leaf builds a value.
 
 use super::node::{
-    ARRAY, BOOL, DocSchema, INTEGER, Keywords, MAX_DEPTH, NULL, NUMBER, Node, OBJECT, STRING, Tri,
+    ARRAY, BOOL, DocSchema, INTEGER, Keywords, MAX_DEPTH, NULL, NUMBER, Node, OBJECT, STRING,
+    Stream, Tri,
 };
 use crate::json_doc::{Doc, key_prefix};
 use std::cmp::Ordering;
@@ -27,7 +28,12 @@ impl DocSchema {
                     Tri::Invalid
                 }
             }
-            Some(Node::Schema(k)) if depth <= MAX_DEPTH => self.keywords(k, doc, depth),
+            Some(Node::Schema(k)) if depth <= MAX_DEPTH => match (k.stream, k.all_of.first()) {
+                // Nothing but one subschema (a `$ref` alone): every other keyword is absent
+                // and holds, so the answer is that subschema's, without the keyword walk.
+                (Stream::Through, Some(&to)) => self.check(to, doc, depth + 1),
+                _ => self.keywords(k, doc, depth),
+            },
             _ => Tri::Unknown,
         }
     }
