@@ -94,6 +94,7 @@ struct Header<'a> {
     path: &'a str,
 }
 
+/// The header of a mapping, `None` for the lines of its fields (`Rss:   12 kB`).
 fn header(line: &str) -> Option<Header<'_>> {
     let mut fields = line.splitn(6, ' ');
     let (range, perms) = (fields.next()?, fields.next()?);
