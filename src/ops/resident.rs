@@ -58,32 +58,30 @@ struct Mapping {
 /// The mappings of `smaps` (the text of `/proc/self/smaps`) that are private and not
 /// writable, backed by the file `exe`, and hold no anonymous page.
 fn code_mappings(smaps: &str, exe: &str) -> Vec<Mapping> {
-    let mut found = Vec::new();
-    // The mapping being read: its range if it is code of `exe`, its Rss and Anonymous.
-    let mut current: Option<(usize, usize)> = None;
-    let (mut rss, mut anonymous) = (None, None);
-    let mut close = |current: &mut Option<(usize, usize)>,
-                     rss: &mut Option<usize>,
-                     anonymous: &mut Option<usize>| {
-        if let (Some((start, end)), Some(r), Some(0)) = (current.take(), rss.take(), *anonymous) {
-            found.push(Mapping { start, end, rss: r });
-        }
-        *rss = None;
-        *anonymous = None;
-    };
+    // Each private, not writable mapping of `exe`: its range, then its Rss and Anonymous as
+    // its field lines give them.
+    let mut read: Vec<(usize, usize, Option<usize>, Option<usize>)> = Vec::new();
+    let mut of_exe = false;
     for line in smaps.lines() {
-        if let Some(header) = header(line) {
-            close(&mut current, &mut rss, &mut anonymous);
-            current = (read_only(header.perms) && header.path == exe)
-                .then_some((header.start, header.end));
-        } else if let Some(v) = line.strip_prefix("Rss:") {
-            rss = kib(v);
-        } else if let Some(v) = line.strip_prefix("Anonymous:") {
-            anonymous = kib(v);
+        if let Some(h) = header(line) {
+            of_exe = read_only(h.perms) && h.path == exe;
+            if of_exe {
+                read.push((h.start, h.end, None, None));
+            }
+        } else if let (true, Some(last)) = (of_exe, read.last_mut()) {
+            if let Some(v) = line.strip_prefix("Rss:") {
+                last.2 = kib(v);
+            } else if let Some(v) = line.strip_prefix("Anonymous:") {
+                last.3 = kib(v);
+            }
         }
     }
-    close(&mut current, &mut rss, &mut anonymous);
-    found
+    read.into_iter()
+        .filter_map(|(start, end, rss, anonymous)| match (rss, anonymous) {
+            (Some(rss), Some(0)) => Some(Mapping { start, end, rss }),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A mapping's first line in smaps: `start-end perms offset dev inode path`.
