@@ -45,8 +45,10 @@ pub enum Next {
 impl<'t> Cursor<'t> {
     /// A cursor at the start of `bytes` (its leading whitespace skipped); `None` when the text
     /// is not UTF-8. `numbers`: hold each number read by serde_json against the writer's form.
+    /// The UTF-8 check is `simdutf8`'s (the same answer as `std::str::from_utf8`, checked with
+    /// the CPU's widest vectors): every request body and answer read is checked here whole.
     pub fn new(bytes: &'t [u8], numbers: bool) -> Option<Cursor<'t>> {
-        let text = std::str::from_utf8(bytes).ok()?;
+        let text = simdutf8::basic::from_utf8(bytes).ok()?;
         let mut c = Cursor {
             text,
             at: 0,

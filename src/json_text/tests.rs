@@ -708,3 +708,40 @@ fn a_skipped_literal_ends_where_the_read_one_does() {
         assert_eq!(skipped.at(), read.at(), "{text}");
     }
 }
+
+/// The cursor's UTF-8 check (SIMD, `simdutf8`) accepts exactly what `std::str::from_utf8`
+/// accepts, on texts long enough for its vector loops: each kind of bad sequence (a stray
+/// continuation byte, a lead byte cut short, an overlong form, an encoded surrogate, a code
+/// point past U+10FFFF, 0xFF) at every offset of a 200-byte document, and the reader answers
+/// as serde_json does for each.
+#[test]
+fn the_utf8_check_agrees_with_std_at_every_offset() {
+    let text = format!(
+        "{{\"k\":\"{}\",\"n\":[1,2,3]}}",
+        "aé€𝄞 plain ascii text ".repeat(6)
+    );
+    let good = text.as_bytes();
+    assert!(Cursor::new(good, false).is_some());
+    let bad: [&[u8]; 7] = [
+        b"\x80",
+        b"\xc3",
+        b"\xe2\x82",
+        b"\xc0\xaf",
+        b"\xed\xa0\x80",
+        b"\xf4\x90\x80\x80",
+        b"\xff",
+    ];
+    for seq in bad {
+        for at in 0..good.len() {
+            let mut bytes = good.get(..at).unwrap_or_default().to_vec();
+            bytes.extend_from_slice(seq);
+            bytes.extend_from_slice(good.get(at..).unwrap_or_default());
+            assert_eq!(
+                Cursor::new(&bytes, false).is_some(),
+                std::str::from_utf8(&bytes).is_ok(),
+                "{seq:x?} at {at}"
+            );
+            reads_alike(&bytes);
+        }
+    }
+}
