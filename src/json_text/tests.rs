@@ -745,3 +745,102 @@ fn the_utf8_check_agrees_with_std_at_every_offset() {
         }
     }
 }
+
+/// The quotes a marking cursor gives for `text` once it has skipped it whole, if it reads it.
+/// (offsets in the value's text: the text without its surrounding whitespace).
+fn marked(text: &[u8]) -> Option<Option<Vec<(u32, u32)>>> {
+    let mut c = Cursor::marking(text, false)?;
+    c.skip_value()?;
+    let quotes = c.quotes();
+    c.finish().then_some(quotes)
+}
+
+/// Where a marking cursor gives the quotes of a text, the text block written from them is
+/// the one the scanning escape writes, byte for byte.
+fn quoted_as_escaped(text: &[u8]) -> Result<(), TestCaseError> {
+    if let Some(Some(quotes)) = marked(text) {
+        let (mut ours, mut theirs) = (b"x".to_vec(), b"x".to_vec());
+        let text = text.trim_ascii();
+        write_str_contents_quoted(text, &quotes, &mut ours);
+        write_str_contents(text, &mut theirs);
+        prop_assert_eq!(
+            String::from_utf8_lossy(&ours),
+            String::from_utf8_lossy(&theirs)
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #[test]
+    fn any_marked_text_is_escaped_from_its_quotes_as_by_the_scan(v in value()) {
+        let compact = to_vec(&v);
+        quoted_as_escaped(&compact)?;
+        quoted_as_escaped(&serde_json::to_vec_pretty(&v).unwrap_or_default())?;
+        // Compact text whose strings hold nothing to escape is always marked.
+        let plain = |s: &str| !s.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20);
+        fn strings<'v>(v: &'v Value, all: &mut Vec<&'v str>) {
+            match v {
+                Value::String(s) => all.push(s),
+                Value::Array(items) => items.iter().for_each(|i| strings(i, all)),
+                Value::Object(m) => m.iter().for_each(|(k, i)| {
+                    all.push(k);
+                    strings(i, all);
+                }),
+                _ => {}
+            }
+        }
+        let mut all = Vec::new();
+        strings(&v, &mut all);
+        if all.iter().all(|s| plain(s)) {
+            prop_assert!(matches!(marked(&compact), Some(Some(_))));
+        }
+    }
+
+    #[test]
+    fn any_varied_text_is_escaped_from_its_quotes_as_by_the_scan(text in varied_text()) {
+        quoted_as_escaped(text.as_bytes())?;
+    }
+
+    #[test]
+    fn any_short_text_is_escaped_from_its_quotes_as_by_the_scan(
+        text in r#"[\[\]{}",:0-9a-z.eE+\- \t\n\\/éu]{0,48}"#,
+    ) {
+        quoted_as_escaped(text.as_bytes())?;
+    }
+}
+
+/// Text with whitespace between tokens or an escape in a string is not marked (its text
+/// block must escape more than the quotes), and a quote out of order or past the text ends
+/// the shortcut: the rest is escaped by the scan.
+#[test]
+fn quotes_that_cannot_be_trusted_fall_back_to_the_scan() {
+    for text in ["{\"a\": 1}", "{\"a\":\n1}", "[\"a\\\"b\"]", "[\"\\u0041\"]"] {
+        assert_eq!(marked(text.as_bytes()), Some(None), "{text}");
+    }
+    // Whitespace around the value is not its text.
+    for text in ["{\"a\":[\"b\",1,true]}", " \n{\"a\":[\"b\",1,true]}\n"] {
+        assert_eq!(
+            marked(text.as_bytes()),
+            Some(Some(vec![(1, 3), (6, 8)])),
+            "{text}"
+        );
+    }
+    let text = br#"{"k":"a\\b","l":"c"}"#;
+    let mut expected = Vec::new();
+    write_str_contents(text, &mut expected);
+    for quotes in [
+        vec![(1, 3), (3, 1)],
+        vec![(1, 3), (5, 400)],
+        vec![(1, 1)],
+        vec![(u32::MAX, u32::MAX)],
+    ] {
+        let mut out = Vec::new();
+        write_str_contents_quoted(text, &quotes, &mut out);
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            String::from_utf8_lossy(&expected),
+            "{quotes:?}"
+        );
+    }
+}

@@ -136,6 +136,97 @@ pub fn write_str_contents(bytes: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(rest);
 }
 
+/// Appends JSON text as the inside of a JSON string, given where its strings' quotes are: the
+/// text a walk of it read whole with [`super::Cursor::marking`], which gives `quotes` only when
+/// they are the only bytes of the text that need an escape (no whitespace between tokens, no
+/// escape in a string). Each run between two quotes is copied and each quote written as `\"`;
+/// nothing is scanned. The output is [`write_str_contents`]'s for such text (a test holds the
+/// two side by side on every value it generates); a quote out of order or out of range ends
+/// the shortcut, and the rest is escaped by [`write_str_contents`]. Out of line: inlined into
+/// its caller, the loop lost its registers to the caller's values.
+#[inline(never)]
+pub fn write_str_contents_quoted(text: &[u8], quotes: &[(u32, u32)], out: &mut Vec<u8>) {
+    let n = text.len();
+    // Every byte once, each quote as two: the exact size, plus a store's slack.
+    out.reserve(n + 2 * quotes.len() + 16);
+    let src = text.as_ptr();
+    let dst = out.spare_capacity_mut().as_mut_ptr().cast::<u8>();
+    // `w`: bytes written into the spare capacity; `from`: the text's bytes written.
+    let mut w = 0;
+    let mut from = 0;
+    let mut whole = true;
+    for &(open, close) in quotes {
+        let (open, close) = (open as usize, close as usize);
+        if !(from <= open && open < close && close < n) {
+            whole = false;
+            break;
+        }
+        debug_assert!(w + (close - from) + 4 <= n + 2 * quotes.len() + 16);
+        // SAFETY: `from <= open < close < n` (checked above): each run is within the text,
+        // and a run copied as a fixed sixteen bytes is read within it (`quoted_run` checks
+        // `from + 16 <= n`). Before a run `w` is `from` plus one per quote written, so a run
+        // and its escape end at `q + 2 + quotes written <= n + 2 * quotes.len()`, and a fixed
+        // store of sixteen ends at most sixteen bytes past the run's start: within the room
+        // reserved above.
+        unsafe {
+            w = quoted_run(src, dst, n, from, open, w);
+            w = quoted_run(src, dst, n, open + 1, close, w);
+        }
+        from = close + 1;
+    }
+    // SAFETY: `dst[..w]` is written: each run and escape was stored at `w` before `w` moved
+    // past it, within the reserved room; the surplus of a fixed store lies past `w`.
+    unsafe { out.set_len(out.len() + w) };
+    let rest = text.get(from..).unwrap_or_default();
+    if whole {
+        out.extend_from_slice(rest);
+    } else {
+        write_str_contents(rest, out);
+    }
+}
+
+/// Copies `text[from..q]` (`text` of `n` bytes at `src`) to `dst + w` and `\"` after it;
+/// returns the new `w`. A run of up to sixteen bytes is one fixed sixteen-byte copy, its
+/// surplus overwritten by what follows; a longer one (or one at the text's end) is copied
+/// out of line.
+///
+/// # Safety
+/// `from <= q < n`, and `dst + w` has room for sixteen bytes past the run's start and for the
+/// run and two bytes.
+#[inline(always)]
+unsafe fn quoted_run(
+    src: *const u8,
+    dst: *mut u8,
+    n: usize,
+    from: usize,
+    q: usize,
+    w: usize,
+) -> usize {
+    let run = q - from;
+    // SAFETY: the caller's bounds: the sixteen bytes read from `from` are within the text
+    // when `from + 16 <= n`, the run is within it always, and the stores within the room.
+    unsafe {
+        if run <= 16 && from + 16 <= n {
+            let block = std::ptr::read_unaligned(src.add(from).cast::<[u8; 16]>());
+            std::ptr::write_unaligned(dst.add(w).cast::<[u8; 16]>(), block);
+        } else {
+            copy_run(src.add(from), dst.add(w), run);
+        }
+        std::ptr::write_unaligned(dst.add(w + run).cast::<[u8; 2]>(), *b"\\\"");
+    }
+    w + run + 2
+}
+
+/// A long run's copy, out of line so that the short runs' fixed copies stay fixed.
+///
+/// # Safety
+/// As `std::ptr::copy_nonoverlapping(src, dst, len)`.
+#[inline(never)]
+unsafe fn copy_run(src: *const u8, dst: *mut u8, len: usize) {
+    // SAFETY: the caller's.
+    unsafe { std::ptr::copy_nonoverlapping(src, dst, len) };
+}
+
 /// Writes `bytes` escaped sixteen bytes at a time, up to the last whole block or to the first
 /// block `out` has no room for; returns how many bytes of `bytes` are written. Text where
 /// escapes are dense (JSON text as a string, every key and string value quoted) is written
