@@ -29,21 +29,7 @@ pub struct Cursor<'t> {
     numbers: bool,
     /// The keys of the objects [`Cursor::skip_value`] is in, innermost last.
     keys: Vec<Cow<'t, str>>,
-    /// Record the quotes of escape-free strings in `quotes` ([`Cursor::marking`]).
-    marking: bool,
-    /// A byte was read that the quotes do not account for: whitespace, or a string with an
-    /// escape (looked for only when `marking`).
-    unmarked: bool,
-    /// The offsets of each escape-free string's opening and closing quote in the text, in
-    /// text order.
-    quotes: Quotes,
-    /// Where the value starts (past the leading whitespace) in a marking cursor's text.
-    base: usize,
 }
-
-/// Where the strings of a JSON text are: each one's opening and closing quote, as byte
-/// offsets in the text, in text order ([`Cursor::quotes`]).
-pub type Quotes = Vec<(u32, u32)>;
 
 /// What a value starts with: the kind of JSON value at the cursor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,52 +59,9 @@ impl<'t> Cursor<'t> {
             repeated: false,
             numbers,
             keys: Vec::new(),
-            marking: false,
-            unmarked: false,
-            quotes: Vec::new(),
-            base: 0,
         };
         c.ws();
         Some(c)
-    }
-
-    /// [`Cursor::new`] that also notes where each string's quotes are, so that a caller that
-    /// reads a value whole can escape its text as a JSON string without scanning it again
-    /// ([`Cursor::quotes`]). Text past `u32::MAX` bytes is not marked.
-    pub fn marking(bytes: &'t [u8], numbers: bool) -> Option<Cursor<'t>> {
-        let marking = u32::try_from(bytes.len()).is_ok();
-        // About one string in thirty-two bytes of a list of records, grown as needed.
-        let quotes = Vec::with_capacity(if marking { bytes.len() / 32 } else { 0 });
-        // The leading whitespace `new` skipped is not the value's.
-        Cursor::new(bytes, numbers).map(|c| Cursor {
-            marking,
-            unmarked: false,
-            quotes,
-            base: c.at,
-            ..c
-        })
-    }
-
-    /// For a cursor made by [`Cursor::marking`] that has just read the value at its start:
-    /// the offsets in the value's text (from its first byte to the cursor) of every string's
-    /// quotes, when they are the only bytes of that text a JSON string must escape: no
-    /// whitespace between tokens and no escape in any string (controls and backslashes appear
-    /// nowhere else in JSON text). `None` when any other byte needs an escape.
-    pub fn quotes(&mut self) -> Option<Quotes> {
-        if !self.marking || self.unmarked {
-            return None;
-        }
-        let mut quotes = std::mem::take(&mut self.quotes);
-        // Marked from the start of the text; the cursor never moves back past `base`.
-        if let Ok(base) = u32::try_from(self.base)
-            && base > 0
-        {
-            for (open, close) in &mut quotes {
-                *open -= base;
-                *close -= base;
-            }
-        }
-        Some(quotes)
     }
 
     /// The byte offset of the cursor in the text.
@@ -152,7 +95,6 @@ impl<'t> Cursor<'t> {
     pub(super) fn ws(&mut self) {
         while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
             self.at += 1;
-            self.unmarked = true;
         }
     }
 
@@ -331,12 +273,7 @@ impl<'t> Cursor<'t> {
         let start = self.at + 1;
         let at = start + first_escape(bytes.get(start..)?)?;
         if bytes.get(at) != Some(&b'"') {
-            self.unmarked = true;
             return Some(Err((start, at)));
-        }
-        if self.marking {
-            // `marking` is set only for text of at most `u32::MAX` bytes.
-            self.quotes.push((self.at as u32, at as u32));
         }
         debug_assert!(self.text.get(start..at).is_some());
         // SAFETY: `start - 1` and `at` are the indices of `"` bytes (both checked above) in

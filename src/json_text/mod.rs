@@ -4,8 +4,6 @@
 //! Every answer portico sends is written here, so the string escaper is the hot loop: it checks
 //! eight bytes at a time for the three kinds of byte JSON must escape (`"`, `\` and controls)
 //! and copies the runs between them whole, where serde_json looks up a table for each byte.
-//! JSON text that a marking [`Cursor`] has just read whole is escaped from the quotes the
-//! cursor noted ([`write_str_contents_quoted`]), without that scan.
 //!
 //! Every request body and backend answer is read here too ([`from_slice`]). The same eight-byte
 //! scan finds the end of each string; the input's UTF-8 is checked once, not string by string;
@@ -23,9 +21,9 @@ mod scan;
 mod tests;
 mod write;
 
-pub use cursor::{Cursor, Next, Quotes, repeats};
+pub use cursor::{Cursor, Next, repeats};
 pub use read::{Shape, from_slice, from_slice_narrow, read_borrowed, read_nested, read_shaped};
 pub use write::{
     to_string, to_vec, write, write_doc, write_map, write_object, write_str, write_str_bytes,
-    write_str_contents, write_str_contents_quoted,
+    write_str_contents,
 };

@@ -40,8 +40,8 @@ pub fn written(tool: &Tool, call: &Call, resp: &RestResponse) -> Option<Reply> {
         None => None,
         Some(_) => Some(tool.output_check()?),
     };
-    if let Some((text, quotes)) = as_written(tool, check, &resp.body) {
-        return Some(reply(tool, call, Some(text), None, quotes.as_deref()));
+    if let Some(text) = as_written(tool, check, &resp.body) {
+        return Some(reply(tool, call, Some(text), None));
     }
     // A malformed or empty body: the tree path reports it.
     let (body, shape) = crate::json_text::read_shaped(&resp.body).ok()?;
@@ -95,20 +95,13 @@ pub fn written(tool: &Tool, call: &Call, resp: &RestResponse) -> Option<Reply> {
         }
         _ => None,
     };
-    Some(reply(tool, call, sc_text, summary, None))
+    Some(reply(tool, call, sc_text, summary))
 }
 
 /// The reply: `structuredContent`'s JSON text and the text block, the summary for a success
 /// (business errors keep the JSON text), else the JSON text of structuredContent, else "OK"
-/// (as `Binding::render` and `forward::finish`). `quotes`: where the quotes of `sc_text` are,
-/// when they are all its text block must escape ([`super::doc_schema::Passed::quotes`]).
-fn reply(
-    tool: &Tool,
-    call: &Call,
-    sc_text: Option<Bytes>,
-    summary: Option<String>,
-    quotes: Option<&[(u32, u32)]>,
-) -> Reply {
+/// (as `Binding::render` and `forward::finish`).
+fn reply(tool: &Tool, call: &Call, sc_text: Option<Bytes>, summary: Option<String>) -> Reply {
     let text_len = match (&summary, &sc_text) {
         (Some(text), _) => text.len(),
         // JSON text as a string: a quote to escape for each end of every key and string, an
@@ -116,27 +109,15 @@ fn reply(
         // room for a quarter, so that the escape never grows the buffer in the middle (a
         // copy of all written so far), and for the worst case of a sixteen-byte block, which
         // the escaper needs spare to write a block whole (`json_text::write`).
-        // With its quotes known, the size is exact: one more byte per quote, and a store's
-        // slack (`json_text::write_str_contents_quoted`).
-        (None, Some(json)) => match quotes {
-            Some(quotes) => json.len() + 2 * quotes.len() + 16,
-            None => json.len() + json.len() / 4 + 64,
-        },
+        (None, Some(json)) => json.len() + json.len() / 4 + 64,
         (None, None) => 0,
     };
     let mut content = Vec::with_capacity(32 + text_len);
     content.extend_from_slice(b"[{\"text\":");
     match (&summary, &sc_text) {
         (Some(text), _) => crate::json_text::write_str(text, &mut content),
-        (None, Some(json)) => match quotes {
-            Some(quotes) => {
-                content.push(b'"');
-                crate::json_text::write_str_contents_quoted(json, quotes, &mut content);
-                content.push(b'"');
-            }
-            // JSON text the writer just wrote, or the body the reader read whole: UTF-8 already.
-            None => crate::json_text::write_str_bytes(json, &mut content),
-        },
+        // JSON text the writer just wrote, or the body the reader read whole: UTF-8 already.
+        (None, Some(json)) => crate::json_text::write_str_bytes(json, &mut content),
         (None, None) => content.extend_from_slice(b"\"OK\""),
     }
     content.extend_from_slice(b",\"type\":\"text\"}]");
@@ -159,22 +140,18 @@ fn reply(
 /// program, no summary, a binding that keeps an object body as it is, and text that
 /// [`object_passes`](super::doc_schema::object_passes) reads as one faithful object surely
 /// valid against the output schema, without building it. `None` leaves the answer to the
-/// reading into a [`Doc`] below, which decides (and answers the same for these texts). With
-/// the text, where its quotes are when they are all its text block must escape (offsets in
-/// the text, which is the object's text the walk read).
+/// reading into a [`Doc`] below, which decides (and answers the same for these texts).
 fn as_written(
     tool: &Tool,
     check: Option<&super::doc_schema::DocSchema>,
     body: &Bytes,
-) -> Option<(Bytes, Option<crate::json_text::Quotes>)> {
+) -> Option<Bytes> {
     let unchanged = keeps_body(tool) && tool.business_messages.is_none() && tool.summary.is_none();
     if !unchanged {
         return None;
     }
-    let passed = super::doc_schema::object_passes(check, body)?;
-    let text = trimmed(body)?;
-    let quotes = passed.quotes.filter(|_| text.len() == passed.len);
-    Some((text, quotes))
+    super::doc_schema::object_passes(check, body)?;
+    trimmed(body)
 }
 
 /// The backend's text of its answer, when that answer becomes `structuredContent` unchanged:

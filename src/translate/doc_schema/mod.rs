@@ -22,4 +22,4 @@ mod tests;
 mod text;
 
 pub use node::DocSchema;
-pub use text::{Passed, object_passes};
+pub use text::object_passes;

@@ -16,49 +16,28 @@ use super::node::{
     ARRAY, BOOL, DocSchema, Keywords, MAX_DEPTH, NULL, Node, OBJECT, STRING, Stream, Tri,
 };
 use crate::json_doc::{Doc, key_prefix, same_key};
-use crate::json_text::{Cursor, Next, Quotes, Shape};
+use crate::json_text::{Cursor, Next, Shape};
 use std::borrow::Cow;
 
-/// What [`object_passes`] learnt of a text that passes.
-#[derive(Debug)]
-pub struct Passed {
-    pub shape: Shape,
-    /// The length of the object's text, without the whitespace around it.
-    pub len: usize,
-    /// Where each string's opening and closing quotes are in the object's text, when they are
-    /// the only bytes of it a JSON string must escape ([`Cursor::quotes`]): the text block is
-    /// then written from them (`json_text::write_str_contents_quoted`) without scanning the
-    /// text again.
-    pub quotes: Option<Quotes>,
-}
-
-/// What `bytes` are when they are one JSON object, read whole, without an integer past
+/// The [`Shape`] of `bytes` when they are one JSON object, read whole, without an integer past
 /// `i64`, faithful, and surely valid against `schema` (any object when `None`). `None` says
 /// nothing about the text: the caller reads it into a [`Doc`] and decides there.
-pub fn object_passes(schema: Option<&DocSchema>, bytes: &[u8]) -> Option<Passed> {
+pub fn object_passes(schema: Option<&DocSchema>, bytes: &[u8]) -> Option<Shape> {
     let mut walk = Walk {
         schema,
-        c: Cursor::marking(bytes, true)?,
+        c: Cursor::new(bytes, true)?,
         keys: Vec::new(),
         orders: Vec::new(),
     };
     if walk.c.next()? != Next::Object {
         return None;
     }
-    let start = walk.c.at();
     walk.value(schema.map(|s| s.root), 0)?;
-    let len = walk.c.at() - start;
-    // Taken before the trailing whitespace is read: it is not the object's text.
-    let quotes = walk.c.quotes();
     if !walk.c.finish() {
         return None;
     }
     let (narrow, faithful) = walk.c.narrow_and_faithful();
-    (narrow && faithful).then_some(Passed {
-        shape: Shape { narrow, faithful },
-        len,
-        quotes,
-    })
+    (narrow && faithful).then_some(Shape { narrow, faithful })
 }
 
 /// A schema-guided read: `Some(())` when the value read is surely valid against its node.
