@@ -90,7 +90,12 @@ pub fn key_cmp(ap: u64, a: &str, bp: u64, b: &str) -> Ordering {
 /// `memcmp`, whose call costs more than the comparison of a key of a few bytes.
 #[inline(always)]
 pub fn same_key(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
+    same_bytes(a.as_bytes(), b.as_bytes())
+}
+
+/// [`same_key`] for bytes: `a == b`, in place when they are short.
+#[inline(always)]
+pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && (a.len() > 16 && a == b || same_short(a, b))
 }
 

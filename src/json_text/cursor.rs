@@ -195,6 +195,21 @@ impl<'t> Cursor<'t> {
         Some(key)
     }
 
+    /// Reads past `key`, a key's whole text with its colon (`"name":`, the name holding no
+    /// `"` or `\`), when the text at the cursor starts with it, and the whitespace after it;
+    /// false (the cursor left where it was) otherwise. A walk that expects a member takes its
+    /// key this way, with no scan of the key.
+    #[inline(always)]
+    pub fn eat_key(&mut self, key: &[u8]) -> bool {
+        let rest = self.text.as_bytes().get(self.at..self.at + key.len());
+        if !rest.is_some_and(|r| crate::json_doc::same_bytes(r, key)) {
+            return false;
+        }
+        self.at += key.len();
+        self.ws();
+        true
+    }
+
     /// A string's contents (the cursor is at its opening quote). Runs between escapes are
     /// found eight bytes at a time; all of them start and end at ASCII bytes, so they are
     /// whole characters of the (already checked) text. A string without escapes is a slice

@@ -4,7 +4,6 @@
 use super::node::{
     ARRAY, BOOL, DocSchema, INTEGER, Keywords, MAX_DEPTH, NULL, NUMBER, Node, OBJECT, Prop, STRING,
 };
-use crate::json_doc::key_prefix;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, Weak};
@@ -249,11 +248,7 @@ impl Compiler<'_> {
                         let mut list: Vec<Prop> = Vec::with_capacity(props.len());
                         for (name, s) in props {
                             let node = self.node(s, false, depth + 1);
-                            list.push(Prop {
-                                prefix: key_prefix(name),
-                                name: name.as_str().into(),
-                                node,
-                            });
+                            list.push(Prop::new(name, node));
                         }
                         list.sort_by(|a, b| a.name.cmp(&b.name));
                         k.properties = list;

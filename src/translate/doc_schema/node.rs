@@ -146,9 +146,24 @@ pub(super) struct Prop {
     pub(super) prefix: u64,
     pub(super) name: Box<str>,
     pub(super) node: usize,
+    /// The member's key as JSON text with its colon (`"name":`), when the name is written
+    /// as itself (no `"`, `\` or control character in it): text that starts with these
+    /// bytes holds this key, so the walk takes it without reading the key.
+    pub(super) quoted: Option<Box<[u8]>>,
 }
 
 impl Prop {
+    /// A property named `name`, checked against node `node`.
+    pub(super) fn new(name: &str, node: usize) -> Prop {
+        let plain = !name.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20);
+        Prop {
+            prefix: crate::json_doc::key_prefix(name),
+            name: name.into(),
+            node,
+            quoted: plain.then(|| [b"\"", name.as_bytes(), b"\":"].concat().into()),
+        }
+    }
+
     /// The byte order of this property's name and `key`, whose
     /// [`key_prefix`](crate::json_doc::key_prefix) is `kp`.
     #[inline]

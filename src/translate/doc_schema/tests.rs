@@ -46,6 +46,47 @@ fn text_agrees(s: &DocSchema, v: &Value, native: bool) {
     }
 }
 
+/// The items of an array whose objects list their members as the first one did: each key
+/// is taken in place (`Prop::quoted`) from the second object on. Whatever the later objects
+/// hold at those places (a repeated key, a longer key the property's text begins, the key
+/// escaped or spaced, a key with a quote in it, another order), the walk answers as the tree
+/// check of the text read does.
+#[test]
+fn keys_taken_in_place_answer_as_keys_read() {
+    let schema = json!({"type": "object", "properties": {"items": {"type": "array",
+        "items": {"type": "object", "required": ["ref"], "properties": {
+            "ref": {"type": "string"}, "n": {"type": "integer"}, "a\"b": {"type": "integer"},
+            "refs": {"type": "boolean"}}}}}});
+    let s = DocSchema::compile(&schema);
+    let first = r#"{"ref":"x","n":1,"a\"b":2}"#;
+    for (later, valid) in [
+        (r#"{"ref":"y","n":2,"a\"b":3}"#, true),
+        (r#"{"ref":"y","ref":"z"}"#, false),
+        (r#"{"ref":"y","n":2,"n":3}"#, false),
+        (r#"{"refs":true,"ref":"y"}"#, true),
+        (r#"{"refs":true}"#, false),
+        (r#"{"ref":1}"#, false),
+        (r#"{"ref" :"y","n" : 2}"#, true),
+        (r#"{"r\u0065f":"y","n":2}"#, true),
+        (r#"{"r\u0065f":"y","ref":"z"}"#, false),
+        (r#"{"n":2,"ref":"y"}"#, true),
+        (r#"{"ref":"y","nn":2,"n":"2"}"#, false),
+        (r#"{"ref":"y","nn":2,"m":"2"}"#, true),
+        (r#"{"ref":"y","m":1,"m":2}"#, false),
+    ] {
+        for text in [
+            format!(r#"{{"items":[{first},{later}]}}"#),
+            format!(r#"{{"items":[{first},{first},{later},{first}]}}"#),
+        ] {
+            let passes = super::object_passes(Some(&s), text.as_bytes()).is_some();
+            let tree = crate::json_text::read_shaped(text.as_bytes())
+                .is_ok_and(|(doc, shape)| shape.faithful && s.surely_valid(&doc));
+            assert_eq!(passes, tree, "{text}");
+            assert_eq!(passes, valid, "{text}");
+        }
+    }
+}
+
 /// An integer past `i64` anywhere in `v` (the text check leaves those to the tree path).
 fn has_wide_integer(v: &Value) -> bool {
     match v {

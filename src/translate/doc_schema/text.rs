@@ -49,7 +49,9 @@ struct Walk<'s, 't> {
     keys: Vec<Cow<'t, str>>,
     /// Per object subschema met (by address), the property each of the first [`HINTS`]
     /// members of the last object read against it matched: the items of an array list their
-    /// members in the same order, so the next object's member is looked for there first.
+    /// members in the same order, so the next object's member is looked for there first,
+    /// its key's text ([`Prop::quoted`](super::node::Prop)) compared in place before any key
+    /// is read.
     orders: Vec<(usize, [u8; HINTS])>,
 }
 
@@ -196,30 +198,49 @@ impl Walk<'_, '_> {
         let mut count = 0;
         if !self.c.open(b'}')? {
             loop {
-                let key = self.c.key()?;
                 let place = count;
                 count += 1;
-                let hint = self.orders.get(slot).and_then(|(_, o)| o.get(place));
-                let hit = hint
-                    .map(|&h| usize::from(h))
-                    .filter(|&h| k.properties.get(h).is_some_and(|p| same_key(&p.name, &key)));
-                let at = match hit {
-                    Some(h) => Ok(h),
+                let hint = self
+                    .orders
+                    .get(slot)
+                    .and_then(|(_, o)| o.get(place))
+                    .map(|&h| usize::from(h));
+                // The property the previous object had at this place, its key's text taken
+                // in place when it is there: no scan of the key.
+                let taken = hint.filter(|&h| {
+                    k.properties
+                        .get(h)
+                        .and_then(|p| p.quoted.as_deref())
+                        .is_some_and(|q| self.c.eat_key(q))
+                });
+                let (at, key) = match taken {
+                    Some(h) => (Ok(h), None),
                     None => {
-                        let kp = key_prefix(&key);
-                        let at = k.properties.binary_search_by(|p| p.cmp_key(kp, &key));
-                        // Remembered for the next object (a hit is remembered already).
-                        if let Some(o) = self
-                            .orders
-                            .get_mut(slot)
-                            .and_then(|(_, o)| o.get_mut(place))
-                        {
-                            *o = at
-                                .ok()
-                                .and_then(|i| u8::try_from(i).ok())
-                                .unwrap_or(NO_HINT);
-                        }
-                        at
+                        let key = self.c.key()?;
+                        let hit = hint.filter(|&h| {
+                            k.properties.get(h).is_some_and(|p| same_key(&p.name, &key))
+                        });
+                        let at = match hit {
+                            Some(h) => Ok(h),
+                            None => {
+                                let kp = key_prefix(&key);
+                                let at = k.properties.binary_search_by(|p| p.cmp_key(kp, &key));
+                                // Remembered for the next object (a hit is remembered
+                                // already).
+                                if let Some(o) = self
+                                    .orders
+                                    .get_mut(slot)
+                                    .and_then(|(_, o)| o.get_mut(place))
+                                {
+                                    *o = at
+                                        .ok()
+                                        .and_then(|i| u8::try_from(i).ok())
+                                        .unwrap_or(NO_HINT);
+                                }
+                                at
+                            }
+                        };
+                        (at, Some(key))
                     }
                 };
                 match at {
@@ -240,7 +261,9 @@ impl Walk<'_, '_> {
                     }
                     Err(_) => {
                         self.value(k.additional, depth + 1)?;
-                        self.keys.push(key);
+                        // A key not among `properties` was read above (`taken` finds only
+                        // properties).
+                        self.keys.push(key?);
                     }
                 }
                 if self.c.next_or_close(b'}')? {
