@@ -191,6 +191,9 @@ impl Walk<'_, '_> {
 
     /// An object: each member against its property's subschema or `additionalProperties`,
     /// the properties found as bits for `required`, the other keys kept to find a repeat.
+    /// Never inlined: in a function of its own the member loop keeps more of its state in
+    /// registers than inside [`Walk::value`] (large: 815.9k against 805.1k instructions a call).
+    #[inline(never)]
     fn object(&mut self, k: &Keywords, depth: u32) -> Option<()> {
         let slot = self.order_slot(k);
         let start = self.keys.len();
