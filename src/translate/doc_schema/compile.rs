@@ -121,10 +121,21 @@ impl DocSchema {
         } else {
             c.nodes.push(Node::Unknown);
         }
-        DocSchema {
-            nodes: c.nodes,
-            root: 0,
+        let mut nodes = c.nodes;
+        // A `$ref` compiles to a node filled in later: the properties learn their node's kind
+        // only now, with every node final.
+        let types: Vec<u8> = nodes
+            .iter()
+            .map(|n| if let Node::Type(t) = n { *t } else { 0 })
+            .collect();
+        for n in &mut nodes {
+            if let Node::Schema(k) = n {
+                for p in &mut k.properties {
+                    p.types_only = types.get(p.node).copied().unwrap_or(0);
+                }
+            }
         }
+        DocSchema { nodes, root: 0 }
     }
 }
 

@@ -150,6 +150,11 @@ pub(super) struct Prop {
     /// as itself (no `"`, `\` or control character in it): text that starts with these
     /// bytes holds this key, so the walk takes it without reading the key.
     pub(super) quoted: Option<Box<[u8]>>,
+    /// The `type` bits of the property's node when that node asserts only its type
+    /// ([`Node::Type`]), 0 otherwise: set by `DocSchema::compile` once every node is final and
+    /// reset by `DocSchema::pin` when it changes the node, so that the walk reads such a member
+    /// without looking the node up.
+    pub(super) types_only: u8,
 }
 
 impl Prop {
@@ -161,6 +166,7 @@ impl Prop {
             name: name.into(),
             node,
             quoted: plain.then(|| [b"\"", name.as_bytes(), b"\":"].concat().into()),
+            types_only: 0,
         }
     }
 

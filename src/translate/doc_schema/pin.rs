@@ -53,6 +53,7 @@ impl DocSchema {
             && self.check(p.node, value, 0) == Tri::Valid
         {
             p.node = self.nodes.len();
+            p.types_only = 0;
             self.nodes.push(Node::True);
             changed = true;
         }

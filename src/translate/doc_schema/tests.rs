@@ -347,6 +347,54 @@ fn the_benchmarked_answer_is_surely_valid() {
     assert!(!sure(schema, &bad));
 }
 
+/// Every property's `types_only` is its node's `type` bits exactly when that node is
+/// [`Node::Type`](super::node::Node::Type), 0 otherwise.
+fn types_only_agree(s: &DocSchema) -> usize {
+    use super::node::Node;
+    let mut typed = 0;
+    for n in &s.nodes {
+        if let Node::Schema(k) = n {
+            for p in &k.properties {
+                let expected = match s.nodes.get(p.node) {
+                    Some(Node::Type(t)) => *t,
+                    _ => 0,
+                };
+                assert_eq!(p.types_only, expected, "property {}", p.name);
+                typed += usize::from(expected != 0);
+            }
+        }
+    }
+    typed
+}
+
+/// The type bits the walk reads a member by agree with the nodes: with `$ref`s compiled
+/// before their targets, in the demo's schemas, and after `pin` has made a member `true`.
+#[test]
+fn a_members_type_bits_are_its_nodes() {
+    let schema = json!({"type": "object", "properties": {
+        "a": {"$ref": "#/$defs/s"}, "b": {"type": "integer"}, "c": {"$ref": "#/$defs/o"},
+        "d": {"type": "string", "minLength": 1}},
+        "$defs": {"s": {"type": "string"},
+            "o": {"type": "object", "properties": {"e": {"$ref": "#/$defs/s"}}}}});
+    let mut s = DocSchema::compile(&schema);
+    assert!(types_only_agree(&s) >= 1);
+    assert!(s.pin("b", &Doc::from_value(&json!(1))));
+    types_only_agree(&s);
+    let passes = |s: &DocSchema, t: &str| super::object_passes(Some(s), t.as_bytes()).is_some();
+    // `b` is `true` once pinned: any value passes there, and only there.
+    assert!(passes(
+        &s,
+        r#"{"a":"x","b":"not an integer","c":{"e":"y"}}"#
+    ));
+    assert!(!passes(&s, r#"{"a":1,"b":1}"#));
+    assert!(!passes(&s, r#"{"c":{"e":1}}"#));
+    let mut typed = 0;
+    for (_, compiled, _) in compiled_demo_schemas() {
+        typed += types_only_agree(compiled);
+    }
+    assert!(typed > 0, "no demo property asserts only its type");
+}
+
 /// The pinned check of an answer carrying `usp` (the constant): the same answer as the
 /// unpinned one on every answer with that member, for each demo tool that has one.
 #[test]

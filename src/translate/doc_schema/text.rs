@@ -254,12 +254,12 @@ impl Walk<'_, '_> {
                             return None;
                         }
                         found |= bit;
-                        let node = k.properties.get(i)?.node;
+                        let p = k.properties.get(i)?;
                         // A member that asserts only its type (most of them) is read here,
-                        // without the call and the dispatch of `value`.
-                        match self.schema.and_then(|s| s.nodes.get(node)) {
-                            Some(Node::Type(types)) => self.typed(*types)?,
-                            _ => self.value(Some(node), depth + 1)?,
+                        // without looking its node up, the call and the dispatch of `value`.
+                        match p.types_only {
+                            0 => self.value(Some(p.node), depth + 1)?,
+                            types => self.typed(types)?,
                         }
                     }
                     Err(_) => {
