@@ -3,13 +3,17 @@
 
 use super::*;
 
+/// The output schema of the demo's `usp_availability_query`, the benchmarked tool.
+fn availability_schema() -> &'static Value {
+    demo_schemas_cached()
+        .iter()
+        .find_map(|(n, s)| (n == "usp_availability_query").then_some(s))
+        .expect("the availability tool")
+}
+
 #[test]
 fn the_benchmarked_answer_is_surely_valid() {
-    let schemas = demo_schemas();
-    let (_, schema) = schemas
-        .iter()
-        .find(|(n, _)| n == "usp_availability_query")
-        .expect("the availability tool");
+    let schema = availability_schema();
     let answer = json!({
         "usp": {"version": "2026-08-20", "capabilities": {"dev.usp-protocol.availability": [{"version": "2026-08-20"}]}},
         "service_id": "MASSAGE-60",
@@ -197,11 +201,7 @@ fn a_pin_changes_no_answer_for_the_constant_and_keeps_nested_checks() {
 /// and it calls some valid (the property above is not vacuous on real shapes).
 #[test]
 fn mutated_real_answers_are_never_wrongly_valid() {
-    let schemas = demo_schemas_cached();
-    let (_, schema) = schemas
-        .iter()
-        .find(|(n, _)| n == "usp_availability_query")
-        .expect("the availability tool");
+    let schema = availability_schema();
     let native = DocSchema::compile(schema);
     let check = validator(schema);
     let answer = json!({
