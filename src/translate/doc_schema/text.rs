@@ -64,6 +64,41 @@ const ORDERS: usize = 8;
 /// No property remembered at a member's place.
 const NO_HINT: u8 = u8::MAX;
 
+impl<'t> Walk<'_, 't> {
+    /// A member's key read from the text (not taken in place): the index of its property,
+    /// looked for at `hint` first, then among the sorted properties (that answer remembered
+    /// for the next object's member at `place`), or `Err` for a key among none; with the key.
+    #[inline(always)]
+    fn key_read(
+        &mut self,
+        k: &Keywords,
+        slot: usize,
+        place: usize,
+        hint: Option<usize>,
+    ) -> Option<(Result<usize, usize>, Cow<'t, str>)> {
+        let key = self.c.key()?;
+        if let Some(h) = hint
+            && k.properties.get(h).is_some_and(|p| same_key(&p.name, &key))
+        {
+            return Some((Ok(h), key));
+        }
+        let kp = key_prefix(&key);
+        let at = k.properties.binary_search_by(|p| p.cmp_key(kp, &key));
+        // Remembered for the next object (a hit is remembered already).
+        if let Some(o) = self
+            .orders
+            .get_mut(slot)
+            .and_then(|(_, o)| o.get_mut(place))
+        {
+            *o = at
+                .ok()
+                .and_then(|i| u8::try_from(i).ok())
+                .unwrap_or(NO_HINT);
+        }
+        Some((at, key))
+    }
+}
+
 /// `Some(())` for [`Tri::Valid`].
 fn sure(t: Tri) -> Option<()> {
     (t == Tri::Valid).then_some(())
@@ -219,30 +254,7 @@ impl Walk<'_, '_> {
                 let (at, key) = match taken {
                     Some(h) => (Ok(h), None),
                     None => {
-                        let key = self.c.key()?;
-                        let hit = hint.filter(|&h| {
-                            k.properties.get(h).is_some_and(|p| same_key(&p.name, &key))
-                        });
-                        let at = match hit {
-                            Some(h) => Ok(h),
-                            None => {
-                                let kp = key_prefix(&key);
-                                let at = k.properties.binary_search_by(|p| p.cmp_key(kp, &key));
-                                // Remembered for the next object (a hit is remembered
-                                // already).
-                                if let Some(o) = self
-                                    .orders
-                                    .get_mut(slot)
-                                    .and_then(|(_, o)| o.get_mut(place))
-                                {
-                                    *o = at
-                                        .ok()
-                                        .and_then(|i| u8::try_from(i).ok())
-                                        .unwrap_or(NO_HINT);
-                                }
-                                at
-                            }
-                        };
+                        let (at, key) = self.key_read(k, slot, place, hint)?;
                         (at, Some(key))
                     }
                 };
