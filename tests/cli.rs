@@ -236,11 +236,8 @@ fn exit_codes_follow_the_documented_table() {
         assert_eq!(code(&out), Some(1), "{args:?}: {}", text(&out));
         assert!(!out.stderr.is_empty(), "{args:?} says why");
     }
-    let out = run(&[
-        "health",
-        "--url",
-        &format!("http://127.0.0.1:{}/healthz", free_port()),
-    ]);
+    let (refused, _held) = common::refused_addr();
+    let out = run(&["health", "--url", &format!("http://{refused}/healthz")]);
     assert_eq!(code(&out), Some(1), "{}", text(&out));
 
     // 2: usage.

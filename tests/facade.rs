@@ -366,10 +366,7 @@ async fn a_legacy_only_server_gets_a_session_renewed_on_404() {
 
 #[tokio::test]
 async fn upstream_down_or_garbage_is_a_gateway_error() {
-    // Nothing listens on a port just freed.
-    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let dead = free.local_addr().unwrap();
-    drop(free);
+    let (dead, _held) = common::refused_addr();
     let (f, _) = facade_on(&format!("http://{dead}/mcp"), "").await;
     let c = reqwest::Client::new();
     let (status, h, body) = rest(c.get(format!("{}/echo/1", f.url()))).await;

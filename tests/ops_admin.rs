@@ -104,11 +104,7 @@ async fn healthz_readyz_and_metrics_on_the_admin_port() {
 
 #[tokio::test]
 async fn readyz_is_503_naming_an_unreachable_backend() {
-    // A port that was free a moment ago: nothing listens there.
-    let closed = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap()
-    };
+    let (closed, _held) = refused_addr();
     let dir = fixture_with_backend("gateway", &closed.to_string());
     let gw = gateway_with_admin(&[dir.join("plain.yaml")]).await;
     let admin = gw.admin_url().unwrap();

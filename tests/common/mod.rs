@@ -201,6 +201,18 @@ pub async fn wait_abandoned(seen: &Seen) -> usize {
     seen.abandoned.load(Ordering::SeqCst)
 }
 
+/// A loopback address that refuses connections for as long as the returned socket lives. The
+/// port is bound but never listens, so no other test process can take it meanwhile; a port merely
+/// "free a moment ago" can be handed to a parallel test's server and answer.
+pub fn refused_addr() -> (SocketAddr, tokio::net::TcpSocket) {
+    let socket = tokio::net::TcpSocket::new_v4().expect("a TCP socket");
+    socket
+        .bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .expect("a loopback port");
+    let addr = socket.local_addr().expect("the bound address");
+    (addr, socket)
+}
+
 /// Starts the scriptable backend on a free loopback port.
 pub async fn test_backend() -> (SocketAddr, Arc<Seen>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
