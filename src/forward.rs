@@ -56,7 +56,9 @@ pub async fn call_tool(gateway: &Gateway, name: &str, arguments: Option<Value>) 
     let span = crate::ops::log::call_span();
     let (reply, backend_status) = BACKEND_STATUS
         .scope(AtomicU16::new(0), async {
-            let reply = run(tool, arguments.unwrap_or_else(|| json!({})))
+            // The call's whole pipeline, in one box: the levels above move a pointer.
+            let args = arguments.unwrap_or_else(|| json!({}));
+            let reply = crate::util::boxed::in_place(|| run(tool, args))
                 .instrument(span.clone())
                 .await;
             (reply, BACKEND_STATUS.with(|s| s.load(Ordering::Relaxed)))
@@ -217,7 +219,8 @@ async fn run(tool: &Tool, args: Value) -> Reply {
             // A long-running operation: a task for a caller that asked for one (nothing to
             // remember), else completed here by polling.
             Ok(resp) if resp.status == 202 && tool.long_running.is_some() => {
-                let reply = long_running(tool, &call, resp).await;
+                // Boxed: the polling loop's state would otherwise size every call's future.
+                let reply = crate::util::boxed::in_place(|| long_running(tool, &call, resp)).await;
                 let keep = !crate::tasks::wanted();
                 (reply, keep)
             }

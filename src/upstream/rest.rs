@@ -80,11 +80,8 @@ pub async fn call<'a>(
 ) -> Result<RestResponse, Failure> {
     let prepared = tower::service_fn(move |req| prepare(backend, req));
     let send = tower::service_fn(move |req| transmit(backend, req));
-    backend
-        .resilience
-        .service(prepared, send)
-        .oneshot(call)
-        .await
+    // The layers' futures, in one box: the levels above move a pointer, not all of them.
+    crate::util::boxed::in_place(|| backend.resilience.service(prepared, send).oneshot(call)).await
 }
 
 /// [`prepare`] then [`transmit`] within `timeout`, outside the resilience stack (a task's

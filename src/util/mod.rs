@@ -1,6 +1,7 @@
 //! Small shared helpers with no knowledge of portico's configuration, protocols or runtime state.
 //! A leaf: modules here must never import anything else from this crate.
 
+pub mod boxed;
 pub mod duration;
 pub mod env;
 pub mod jwk;

@@ -9,7 +9,6 @@ use http::{HeaderMap, HeaderValue, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use serde_json::{Value, json};
 use std::convert::Infallible;
-use std::pin::Pin;
 
 /// Response body type of the MCP endpoint.
 pub type Body = BoxBody<Bytes, Infallible>;
@@ -30,13 +29,6 @@ pub(super) fn unavailable(id: &Value, retry_after_s: u64, message: &str) -> Resp
 
 pub(super) fn full(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into()).boxed()
-}
-
-/// `make()`'s future, boxed: the box is allocated first and the future built into it, where
-/// `Box::pin(make())` builds it on the stack and copies all of it (about 9 KiB for a POST).
-pub(super) fn boxed_in_place<F: Future>(make: impl FnOnce() -> F) -> Pin<Box<F>> {
-    let slot = Box::<F>::new_uninit();
-    Box::into_pin(Box::write(slot, make()))
 }
 
 thread_local! {

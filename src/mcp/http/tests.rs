@@ -1,25 +1,9 @@
-//! Unit tests of the MCP endpoint's helpers: in-place boxing, Accept, rate buckets, Host, header values.
+//! Unit tests of the MCP endpoint's helpers: Accept, rate buckets, Host, header values.
 //! They never start a server: the integration tests under tests/ do.
 
 use super::respond::{accepts, decode_header_value};
 use super::*;
 use http::HeaderMap;
-
-#[tokio::test]
-async fn a_future_boxed_in_place_keeps_its_state_and_output() {
-    // A future larger than the 9 KiB a POST's pipeline is, with state that must arrive
-    // intact in the box.
-    let mut state = [0u8; 16 * 1024];
-    for (i, b) in state.iter_mut().enumerate() {
-        *b = (i % 256) as u8;
-    }
-    let fut = boxed_in_place(move || async move {
-        tokio::task::yield_now().await;
-        state.iter().map(|&b| u64::from(b)).sum::<u64>()
-    });
-    assert!(std::mem::size_of_val(&*fut) >= 16 * 1024);
-    assert_eq!(fut.await, 64 * (0..=255u64).sum::<u64>());
-}
 
 #[test]
 fn accept_header_parsing() {
