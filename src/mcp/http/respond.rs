@@ -85,7 +85,16 @@ pub(super) fn framed_sized(
     if json_ok || !sse_ok {
         return json_written(status, size, write);
     }
-    let frame = answer_with(b"event: message\ndata: ", size, write, b"\n\n");
+    const PREFIX: &[u8] = b"event: message\ndata: ";
+    let mut frame = answer_with(PREFIX, size, write, b"\n\n");
+    // A line break would end the `data:` line. In JSON text one can only be whitespace (the
+    // backend's own text of an object passed through), which a space stands for.
+    let end = frame.len().saturating_sub(2);
+    if let Some(data) = frame.get_mut(PREFIX.len()..end) {
+        for b in data.iter_mut().filter(|b| matches!(b, b'\n' | b'\r')) {
+            *b = b' ';
+        }
+    }
     let mut r = Response::new(full(Bytes::from(frame)));
     *r.status_mut() = status;
     sse_headers(&mut r);
