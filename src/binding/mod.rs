@@ -8,7 +8,9 @@ mod errors;
 mod meta;
 pub mod registries;
 pub mod rest;
+mod written;
 pub use errors::{AUTONYM_ERRORS, ErrorCode, HTTP_PROBLEM, PLAIN_ERRORS, UCP_ERRORS, USP_ERRORS};
+pub use written::Written;
 
 use crate::json_doc::{self, Doc};
 use crate::model::{Failure, FailureKind, Meta, Outcome};
@@ -92,77 +94,6 @@ impl Reply {
     /// Whether this is a result with `isError: true`.
     pub fn is_tool_error(&self) -> bool {
         matches!(self, Reply::Result(r) if r.get("isError") == Some(&Value::Bool(true)))
-    }
-}
-
-/// A successful `CallToolResult` whose `content` and `structuredContent` are JSON text, written
-/// without a `serde_json` tree; `_meta` stays a map so the MCP layer can add to it. Never an
-/// error result (`isError` is absent).
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Written {
-    pub meta: Map<String, Value>,
-    /// The JSON text of `content` (UTF-8, as `json_text` writes).
-    pub content: Vec<u8>,
-    /// The JSON text of `structuredContent`, when there is one: as `json_text` writes it, or
-    /// the backend's own text of an object passed through unchanged (the same value).
-    pub structured: Option<bytes::Bytes>,
-    /// Carries the 2026-07-28 `resultType: "complete"`.
-    pub complete: bool,
-}
-
-impl Written {
-    /// Appends the result object's JSON text: the value [`Written::to_value`] gives (members in
-    /// key order, but for a `structuredContent` passed through in the backend's own text).
-    pub fn write(&self, out: &mut Vec<u8>) {
-        out.push(b'{');
-        if !self.meta.is_empty() {
-            out.extend_from_slice(b"\"_meta\":");
-            crate::json_text::write_map(&self.meta, out);
-            out.push(b',');
-        }
-        // Room for the two texts at once: a large answer would otherwise grow `out` by
-        // doubling, copying what it holds each time. A new buffer takes only the text written
-        // so far, where `reserve` has the allocator copy the whole old buffer, used or not
-        // (the caller's buffer is sized from earlier answers, up to 64 KiB).
-        let structured = self.structured.as_ref().map_or(0, |s| s.len());
-        let need = self.content.len() + structured + 64;
-        if out.capacity() - out.len() < need {
-            let mut grown = Vec::with_capacity(out.len() + need);
-            grown.extend_from_slice(out);
-            *out = grown;
-        }
-        out.extend_from_slice(b"\"content\":");
-        out.extend_from_slice(&self.content);
-        if self.complete {
-            out.extend_from_slice(b",\"resultType\":\"complete\"");
-        }
-        if let Some(s) = &self.structured {
-            out.extend_from_slice(b",\"structuredContent\":");
-            out.extend_from_slice(s);
-        }
-        out.push(b'}');
-    }
-
-    /// The length of its two texts, which [`Written::write`] writes and more.
-    pub fn texts_len(&self) -> usize {
-        self.content.len() + self.structured.as_ref().map_or(0, |s| s.len())
-    }
-
-    /// The result as a value (its texts read back).
-    pub fn to_value(&self) -> Value {
-        let read = |text: &[u8]| crate::json_text::from_slice(text).unwrap_or(Value::Null);
-        let mut r = Map::new();
-        if !self.meta.is_empty() {
-            r.insert("_meta".into(), Value::Object(self.meta.clone()));
-        }
-        r.insert("content".into(), read(&self.content));
-        if self.complete {
-            r.insert("resultType".into(), Value::String("complete".into()));
-        }
-        if let Some(s) = &self.structured {
-            r.insert("structuredContent".into(), read(s));
-        }
-        Value::Object(r)
     }
 }
 

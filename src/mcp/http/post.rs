@@ -4,8 +4,8 @@
 
 use super::Server;
 use super::respond::{
-    Body, accepts, empty, framed, framed_sized, problem_response, rejected, rpc_error,
-    sign_response, sse_frame, sse_headers, write_written,
+    Body, accepts, empty, framed, problem_response, rejected, rpc_error, sign_response, sse_frame,
+    sse_headers, written_response,
 };
 use crate::mcp::LEGACY_VERSIONS;
 use crate::mcp::handler::{self, Answer, Core, Era};
@@ -273,9 +273,7 @@ impl Server {
         // A written result goes out as written; a signed answer is signed over its value.
         let answer = match answer {
             Answer::Written(w) if crate::auth::transport::response_signer().is_none() => {
-                let mut r = framed_sized(StatusCode::OK, json_ok, sse_ok, w.texts_len(), |out| {
-                    write_written(id, &w, out)
-                });
+                let mut r = written_response(id, w, json_ok, sse_ok);
                 add_extra(&mut r);
                 return r;
             }

@@ -2,6 +2,7 @@
 //! Accept and Host parsing, header-value decoding.
 //! It never looks at sessions or runs requests: it only shapes what others answer.
 
+use crate::binding::Written;
 use crate::mcp::jsonrpc::{self, INTERNAL_ERROR};
 use base64::Engine;
 use bytes::Bytes;
@@ -75,7 +76,7 @@ pub(super) fn framed(
 }
 
 /// [`framed`] where `write` is known to write at least `size` bytes.
-pub(super) fn framed_sized(
+fn framed_sized(
     status: StatusCode,
     json_ok: bool,
     sse_ok: bool,
@@ -101,9 +102,84 @@ pub(super) fn framed_sized(
     r
 }
 
+/// Written results whose two texts reach this many bytes go out as chunks that lend the texts
+/// ([`Written::into_chunks`]); smaller ones are copied into one buffer, as one frame through
+/// hyper costs less than several.
+const LEND_MIN: usize = 16 * 1024;
+
+/// The JSON (or SSE) response for request `id` whose result was written on the hot path.
+pub(super) fn written_response(
+    id: &Value,
+    w: Written,
+    json_ok: bool,
+    sse_ok: bool,
+) -> Response<Body> {
+    let size = w.texts_len();
+    // An SSE event (the client takes only `text/event-stream`) stays whole: a passed-through
+    // text may hold line breaks, which its framing replaces.
+    let sse = !json_ok && sse_ok;
+    if size < LEND_MIN || sse {
+        return framed_sized(StatusCode::OK, json_ok, sse_ok, size, |out| {
+            write_written(id, &w, out)
+        });
+    }
+    let mut head = Vec::with_capacity(64);
+    head.extend_from_slice(b"{\"id\":");
+    crate::json_text::write(id, &mut head);
+    head.extend_from_slice(b",\"jsonrpc\":\"2.0\",\"result\":");
+    let mut r = Response::new(Chunks::new(w.into_chunks(head, b"}")).boxed());
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+/// A body of several chunks sent in order, its length known: hyper writes them with one
+/// vectored write and a `Content-Length`, none copied. `http_body_util` has no such body
+/// (`StreamBody` knows no length, `Full` holds one chunk).
+struct Chunks {
+    chunks: std::vec::IntoIter<Bytes>,
+    left: u64,
+}
+
+impl Chunks {
+    fn new(chunks: Vec<Bytes>) -> Self {
+        let left = chunks.iter().map(|c| c.len() as u64).sum();
+        Chunks {
+            chunks: chunks.into_iter(),
+            left,
+        }
+    }
+}
+
+impl http_body::Body for Chunks {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
+        let next = self.chunks.by_ref().find(|c| !c.is_empty());
+        if let Some(c) = &next {
+            self.left -= c.len() as u64;
+        }
+        std::task::Poll::Ready(next.map(|c| Ok(http_body::Frame::data(c))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.left == 0
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        http_body::SizeHint::with_exact(self.left)
+    }
+}
+
 /// The JSON-RPC response for request `id` whose result was written on the hot path: the bytes
 /// `jsonrpc::result` of its value writes.
-pub(super) fn write_written(id: &Value, w: &crate::binding::Written, out: &mut Vec<u8>) {
+fn write_written(id: &Value, w: &crate::binding::Written, out: &mut Vec<u8>) {
     out.extend_from_slice(b"{\"id\":");
     crate::json_text::write(id, out);
     out.extend_from_slice(b",\"jsonrpc\":\"2.0\",\"result\":");
