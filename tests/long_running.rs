@@ -10,6 +10,7 @@
 mod common;
 
 use bytes::Bytes;
+use common::redis::Redis;
 use common::*;
 use http::{Response, StatusCode};
 use http_body_util::{BodyExt, Full};
@@ -354,39 +355,6 @@ async fn an_operation_past_its_deadline_fails_and_is_cancelled() {
     assert_eq!(jobs.lock().unwrap().deletes.len(), 1);
 }
 
-/// A private `redis-server` on 127.0.0.1 (nothing kept on disk).
-struct Redis(Child, u16);
-
-impl Redis {
-    fn start() -> Redis {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .unwrap();
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("redis-server must be installed (Debian package redis-server)");
-        let redis = Redis(child, port);
-        for _ in 0..200 {
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return redis;
-            }
-            std::thread::sleep(Duration::from_millis(25));
-        }
-        panic!("redis-server did not start");
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// One `portico serve --state` process: (child, MCP URL).
 fn replica(mapping: &Path, redis: &Redis) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_portico"))
@@ -394,7 +362,7 @@ fn replica(mapping: &Path, redis: &Redis) -> (Child, String) {
         .arg(mapping)
         .args(["--listen", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"])
         .args(["--reload-interval", "off"])
-        .args(["--state", &format!("redis://127.0.0.1:{}/", redis.1)])
+        .args(["--state", &redis.url()])
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())

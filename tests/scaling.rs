@@ -7,6 +7,7 @@
 
 mod common;
 
+use common::redis::Redis;
 use common::*;
 use portico::webhook::keys::{Alg, SigningKey};
 use serde_json::{Value, json};
@@ -14,62 +15,6 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-/// A private `redis-server` on 127.0.0.1 (nothing kept on disk). Missing `redis-server` fails
-/// the test: `scripts/test` installs Debian's package.
-struct Redis {
-    child: Child,
-    port: u16,
-}
-
-impl Redis {
-    fn start() -> Redis {
-        Self::on(free_port())
-    }
-
-    fn on(port: u16) -> Redis {
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("redis-server must be installed (Debian package redis-server)");
-        let mut redis = Redis { child, port };
-        for _ in 0..200 {
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return redis;
-            }
-            std::thread::sleep(Duration::from_millis(25));
-        }
-        let _ = redis.child.kill();
-        let _ = redis.child.wait();
-        panic!("redis-server did not start on port {port}");
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-
-    fn stop(mut self) -> u16 {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        self.port
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// One `portico serve --state` process.
 struct Replica {
@@ -680,7 +625,7 @@ async fn security_stores_are_shared_between_replicas_and_fail_closed() {
     );
     assert_eq!(b.credentials.get("another-value").await, None);
     let keys = std::process::Command::new("redis-cli")
-        .args(["-p", &redis.port.to_string(), "--scan"])
+        .args(["-p", &redis.port().to_string(), "--scan"])
         .output()
         .expect("redis-cli");
     let keys = String::from_utf8_lossy(&keys.stdout);

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod oauth;
+pub mod redis;
 pub mod schemas;
 
 use bytes::Bytes;
