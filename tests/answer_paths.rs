@@ -484,7 +484,8 @@ fn the_large_workload_takes_the_hot_path_and_answers_as_the_tree_path() {
 
 /// The large workload over HTTP: a 115 KB result written on the hot path (larger than the
 /// room the response buffer starts with) arrives whole, with its `Content-Length`, as JSON
-/// and as one SSE event, and holds the backend's answer in both its places, line breaks and all.
+/// and as one SSE event, over HTTP/1.1 and HTTP/2, and holds the backend's answer in both its
+/// places, line breaks and all.
 #[tokio::test]
 async fn a_large_answer_arrives_whole_over_http_as_json_and_as_one_sse_event() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -523,13 +524,21 @@ async fn a_large_answer_arrives_whole_over_http_as_json_and_as_one_sse_event() {
     .expect("copy openrpc");
     let g = common::gateway(&[dir.join("documents.yaml")]).await;
     let url = g.mcp_url();
-    let client = reqwest::Client::new();
+    let h1 = reqwest::Client::new();
+    let h2 = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .expect("an HTTP/2 client");
     let expected: Value = serde_json::from_slice(&answer).expect("fixture json");
     let args = json!({"folder_id": "F-1", "document": {"title": "Harbour log", "sections": []}});
-    for (i, accept) in ["application/json", "text/event-stream"]
-        .into_iter()
-        .enumerate()
-    {
+    let (v1, v2) = (reqwest::Version::HTTP_11, reqwest::Version::HTTP_2);
+    let cases = [
+        (&h1, v1, "application/json"),
+        (&h1, v1, "text/event-stream"),
+        (&h2, v2, "application/json"),
+        (&h2, v2, "text/event-stream"),
+    ];
+    for (i, (client, version, accept)) in cases.into_iter().enumerate() {
         let params = json!({"name": "put_document", "arguments": args, "_meta": {
             "io.modelcontextprotocol/protocolVersion": common::MODERN,
             "io.modelcontextprotocol/clientCapabilities": {}}});
@@ -547,7 +556,7 @@ async fn a_large_answer_arrives_whole_over_http_as_json_and_as_one_sse_event() {
             .send()
             .await
             .expect("sent");
-        assert_eq!(resp.status(), 200);
+        assert_eq!((resp.status().as_u16(), resp.version()), (200, version));
         let content_type = resp.headers()["content-type"]
             .to_str()
             .expect("ascii")
