@@ -21,6 +21,23 @@ fn accept_header_parsing() {
     assert_eq!(accepts(&h), (false, true));
     h.insert(header::ACCEPT, HeaderValue::from_static("text/html"));
     assert_eq!(accepts(&h), (false, false));
+    // Parameters, spaces, case and wildcards.
+    for (value, want) in [
+        (" Application/JSON ; q=0.9 ,TEXT/*", (true, true)),
+        ("application/*;q=1", (true, false)),
+        ("*/*", (true, true)),
+        ("text/event-streams, application/jsonx", (false, false)),
+        (",;, ,", (false, false)),
+    ] {
+        h.insert(header::ACCEPT, HeaderValue::from_static(value));
+        assert_eq!(accepts(&h), want, "{value}");
+    }
+    // A value that is not visible ASCII is skipped; with no other, everything is accepted.
+    let odd = HeaderValue::from_bytes(b"text/event-stream\xff").expect("obs-text is a valid value");
+    h.insert(header::ACCEPT, odd.clone());
+    assert_eq!(accepts(&h), (true, true));
+    h.append(header::ACCEPT, HeaderValue::from_static("application/json"));
+    assert_eq!(accepts(&h), (true, false));
 }
 
 #[test]
