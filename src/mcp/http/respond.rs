@@ -135,9 +135,10 @@ pub(super) fn written_response(
     r
 }
 
-/// A body of several chunks sent in order, its length known: hyper writes them with one
-/// vectored write and a `Content-Length`, none copied. `http_body_util` has no such body
-/// (`StreamBody` knows no length, `Full` holds one chunk).
+/// A body of several chunks sent in order, its length known: hyper sends a `Content-Length`
+/// and queues the chunks, none copied, for vectored writes (one, unless its queue passes
+/// `max_buf_size` before the last chunk). `http_body_util` has no such body (`StreamBody`
+/// knows no length, `Full` holds one chunk).
 struct Chunks {
     chunks: std::vec::IntoIter<Bytes>,
     left: u64,
