@@ -14,7 +14,7 @@ pub struct Written {
     pub content: Vec<u8>,
     /// The JSON text of `structuredContent`, when there is one: as `json_text` writes it, or
     /// the backend's own text of an object passed through unchanged (the same value).
-    pub structured: Option<bytes::Bytes>,
+    pub structured: Option<Bytes>,
     /// Carries the 2026-07-28 `resultType: "complete"`.
     pub complete: bool,
 }
@@ -23,12 +23,7 @@ impl Written {
     /// Appends the result object's JSON text: the value [`Written::to_value`] gives (members in
     /// key order, but for a `structuredContent` passed through in the backend's own text).
     pub fn write(&self, out: &mut Vec<u8>) {
-        out.push(b'{');
-        if !self.meta.is_empty() {
-            out.extend_from_slice(b"\"_meta\":");
-            crate::json_text::write_map(&self.meta, out);
-            out.push(b',');
-        }
+        self.open(out);
         // Room for the two texts at once: a large answer would otherwise grow `out` by
         // doubling, copying what it holds each time. A new buffer takes only the text written
         // so far, where `reserve` has the allocator copy the whole old buffer, used or not
@@ -59,12 +54,7 @@ impl Written {
     /// bytes of its own (hyper flushes its write queue once it holds `max_buf_size` bytes, and
     /// a lone tail after a large text would go out in a second write and TCP segment).
     pub fn into_chunks(mut self, mut head: Vec<u8>, tail: &[u8]) -> Vec<Bytes> {
-        head.push(b'{');
-        if !self.meta.is_empty() {
-            head.extend_from_slice(b"\"_meta\":");
-            crate::json_text::write_map(&self.meta, &mut head);
-            head.push(b',');
-        }
+        self.open(&mut head);
         if self.complete {
             head.extend_from_slice(b"\"resultType\":\"complete\",");
         }
@@ -85,6 +75,16 @@ impl Written {
         self.content.extend_from_slice(tail);
         chunks.push(Bytes::from(self.content));
         chunks
+    }
+
+    /// The object's opening: `{` and the `_meta` member when there is one.
+    fn open(&self, out: &mut Vec<u8>) {
+        out.push(b'{');
+        if !self.meta.is_empty() {
+            out.extend_from_slice(b"\"_meta\":");
+            crate::json_text::write_map(&self.meta, out);
+            out.push(b',');
+        }
     }
 
     /// The length of its two texts, which [`Written::write`] writes and more.

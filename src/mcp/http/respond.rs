@@ -124,9 +124,7 @@ pub(super) fn written_response(
         });
     }
     let mut head = Vec::with_capacity(64);
-    head.extend_from_slice(b"{\"id\":");
-    crate::json_text::write(id, &mut head);
-    head.extend_from_slice(b",\"jsonrpc\":\"2.0\",\"result\":");
+    write_result_head(id, &mut head);
     let mut r = Response::new(Chunks::new(w.into_chunks(head, b"}")).boxed());
     r.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -141,15 +139,12 @@ pub(super) fn written_response(
 /// knows no length, `Full` holds one chunk).
 struct Chunks {
     chunks: std::vec::IntoIter<Bytes>,
-    left: u64,
 }
 
 impl Chunks {
     fn new(chunks: Vec<Bytes>) -> Self {
-        let left = chunks.iter().map(|c| c.len() as u64).sum();
         Chunks {
             chunks: chunks.into_iter(),
-            left,
         }
     }
 }
@@ -163,27 +158,30 @@ impl http_body::Body for Chunks {
         _: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
         let next = self.chunks.by_ref().find(|c| !c.is_empty());
-        if let Some(c) = &next {
-            self.left -= c.len() as u64;
-        }
         std::task::Poll::Ready(next.map(|c| Ok(http_body::Frame::data(c))))
     }
 
     fn is_end_stream(&self) -> bool {
-        self.left == 0
+        self.chunks.as_slice().iter().all(Bytes::is_empty)
     }
 
     fn size_hint(&self) -> http_body::SizeHint {
-        http_body::SizeHint::with_exact(self.left)
+        let left = self.chunks.as_slice().iter().map(|c| c.len() as u64).sum();
+        http_body::SizeHint::with_exact(left)
     }
+}
+
+/// The JSON-RPC response's text up to its `result` value, as `jsonrpc::result` writes it.
+fn write_result_head(id: &Value, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"{\"id\":");
+    crate::json_text::write(id, out);
+    out.extend_from_slice(b",\"jsonrpc\":\"2.0\",\"result\":");
 }
 
 /// The JSON-RPC response for request `id` whose result was written on the hot path: the bytes
 /// `jsonrpc::result` of its value writes.
-fn write_written(id: &Value, w: &crate::binding::Written, out: &mut Vec<u8>) {
-    out.extend_from_slice(b"{\"id\":");
-    crate::json_text::write(id, out);
-    out.extend_from_slice(b",\"jsonrpc\":\"2.0\",\"result\":");
+fn write_written(id: &Value, w: &Written, out: &mut Vec<u8>) {
+    write_result_head(id, out);
     w.write(out);
     out.push(b'}');
 }

@@ -34,7 +34,7 @@ fn accept_header_parsing() {
     }
     // A value that is not visible ASCII is skipped; with no other, everything is accepted.
     let odd = HeaderValue::from_bytes(b"text/event-stream\xff").expect("obs-text is a valid value");
-    h.insert(header::ACCEPT, odd.clone());
+    h.insert(header::ACCEPT, odd);
     assert_eq!(accepts(&h), (true, true));
     h.append(header::ACCEPT, HeaderValue::from_static("application/json"));
     assert_eq!(accepts(&h), (true, false));
