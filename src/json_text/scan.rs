@@ -123,6 +123,11 @@ pub(super) fn first_escape(bytes: &[u8]) -> Option<usize> {
                 return Some(at + i);
             }
             at += 16;
+            // A run past its first [`SHORT`] bytes is a long one (a description, a document's
+            // body): the rest out of line, thirty-two bytes at a time where the CPU can.
+            if at == SHORT {
+                return first_escape_long(bytes, at);
+            }
         }
         if at == n {
             return None;
@@ -148,4 +153,99 @@ pub(super) fn first_escape(bytes: &[u8]) -> Option<usize> {
     }
     let last = <[u8; 8]>::try_from(bytes.get(n - 8..)?).ok()?;
     first_in_word(last).map(|i| n - 8 + i)
+}
+
+/// The first byte from `at` on that needs an escape, in a text whose bytes before `at` need
+/// none: the long scan where there is one.
+pub(super) fn next_escape(bytes: &[u8], at: usize) -> Option<usize> {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    if bytes.len() >= 16 {
+        return first_escape_long(bytes, at);
+    }
+    first_escape(bytes.get(at..)?).map(|i| at + i)
+}
+
+/// Bytes of a run [`first_escape`] scans inline; [`first_escape_long`] scans the rest. Most
+/// strings end within them; a call costs about what two blocks do.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+const SHORT: usize = 64;
+
+/// [`first_escape`] of `bytes` from `at` on (a text of at least sixteen bytes, the bytes
+/// before `at` needing no escape): thirty-two bytes at a time with AVX2 where the CPU has it (asked once
+/// and cached by `std`; the build itself targets every x86-64), sixteen otherwise. Out of
+/// line: only long texts come here.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[inline(never)]
+fn first_escape_long(bytes: &[u8], at: usize) -> Option<usize> {
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2 (asked above), all `first_escape_avx2` needs.
+        return unsafe { first_escape_avx2(bytes, at) };
+    }
+    first_escape_sse2(bytes, at)
+}
+
+/// The SSE2 loop of [`first_escape_long`], for CPUs without AVX2.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+pub(super) fn first_escape_sse2(bytes: &[u8], mut at: usize) -> Option<usize> {
+    while let Some(block) = bytes.get(at..at + 16) {
+        if let Some(i) = <[u8; 16]>::try_from(block).ok().and_then(first_in_block) {
+            return Some(at + i);
+        }
+        at += 16;
+    }
+    first_escape_tail(bytes, at)
+}
+
+/// The AVX2 loop of [`first_escape_long`]: the same bytes [`block_masks`] marks, found by
+/// 32-byte compares.
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn first_escape_avx2(bytes: &[u8], mut at: usize) -> Option<usize> {
+    use std::arch::x86_64::{
+        __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_max_epu8, _mm256_movemask_epi8,
+        _mm256_or_si256, _mm256_set1_epi8,
+    };
+    let quote = _mm256_set1_epi8(b'"' as i8);
+    let backslash = _mm256_set1_epi8(b'\\' as i8);
+    // Unsigned `b <= 0x1f`: the larger of `b` and 0x1f is 0x1f.
+    let ceiling = _mm256_set1_epi8(0x1f);
+    while let Some(block) = bytes.get(at..at + 32) {
+        // SAFETY: `block` is 32 readable bytes; the load takes any alignment.
+        let v = unsafe { _mm256_loadu_si256(block.as_ptr().cast::<__m256i>()) };
+        let marked = _mm256_or_si256(
+            _mm256_or_si256(_mm256_cmpeq_epi8(v, quote), _mm256_cmpeq_epi8(v, backslash)),
+            _mm256_cmpeq_epi8(_mm256_max_epu8(v, ceiling), ceiling),
+        );
+        // One bit per byte, all 32 of them.
+        let mask = _mm256_movemask_epi8(marked) as u32;
+        if mask != 0 {
+            return Some(at + mask.trailing_zeros() as usize);
+        }
+        at += 32;
+    }
+    first_escape_tail(bytes, at)
+}
+
+/// The last bytes of a long text (at least sixteen bytes long), from `at` on: whole blocks,
+/// then the text's last sixteen bytes read as a block, overlapping bytes already found to
+/// need no escape (any mark found is past them).
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[inline]
+fn first_escape_tail(bytes: &[u8], mut at: usize) -> Option<usize> {
+    let n = bytes.len();
+    while at + 16 < n {
+        let block = <[u8; 16]>::try_from(bytes.get(at..at + 16)?).ok()?;
+        if let Some(i) = first_in_block(block) {
+            return Some(at + i);
+        }
+        at += 16;
+    }
+    if at >= n {
+        return None;
+    }
+    let last = <[u8; 16]>::try_from(bytes.get(n.checked_sub(16)?..)?).ok()?;
+    first_in_block(last).map(|i| n - 16 + i)
 }

@@ -89,6 +89,39 @@ fn the_block_and_word_scans_find_the_first_escape() {
     }
 }
 
+/// Long texts (the out-of-line scan, 32 bytes at a time where the CPU has AVX2): every
+/// length around each step's edge, an escape at every position, each kind of escape byte;
+/// the answer is the first one's place, as a byte-by-byte search finds it.
+#[test]
+fn the_long_scan_finds_the_first_escape() {
+    for len in (48..=200usize).chain([255, 256, 257, 1000, 4096 + 7]) {
+        assert_eq!(first_escape(&vec![b'a'; len]), None, "len {len}");
+        for at in 0..len {
+            for b in [b'"', b'\\', 0x00, 0x1f, 0x20, 0x7f, 0xe9] {
+                let mut t = vec![b'a'; len];
+                t[at] = b;
+                // A second escape later never hides the first.
+                if at + 5 < len {
+                    t[at + 5] = b'"';
+                }
+                let want = t.iter().position(|&x| ESCAPE[x as usize] != 0);
+                assert_eq!(first_escape(&t), want, "len {len}, byte {b:#x} at {at}");
+                // Both loops, whichever this CPU would pick.
+                #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+                {
+                    let sse2 = super::scan::first_escape_sse2(&t, 0);
+                    assert_eq!(sse2, want, "SSE2: len {len}, byte {b:#x} at {at}");
+                    if std::arch::is_x86_feature_detected!("avx2") {
+                        // SAFETY: the CPU has AVX2 (asked above).
+                        let avx2 = unsafe { super::scan::first_escape_avx2(&t, 0) };
+                        assert_eq!(avx2, want, "AVX2: len {len}, byte {b:#x} at {at}");
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Every length up to five words, with an escape at every position: the block and word
 /// scans, the overlapping last word and the byte-by-byte short text, written and read back.
 #[test]
@@ -162,11 +195,12 @@ fn long_strings_with_escapes_anywhere_are_written_as_serde_json_writes_them() {
 
 /// The block-wise escaper where the escape-free run before a block's first escape is every
 /// length from none to over two blocks (so copied as a fixed sixteen, exactly sixteen, or
-/// whole), repeated so that escapes fall at every offset of later blocks, with two- and
-/// six-byte escapes: written as serde_json writes them.
+/// whole) and runs long enough for the long scan to find their end, repeated so that escapes
+/// fall at every offset of later blocks, with two- and six-byte escapes: written as
+/// serde_json writes them.
 #[test]
 fn runs_of_every_length_between_escapes_are_written_as_serde_json_writes_them() {
-    for run in 0..40 {
+    for run in (0..40).chain([63, 64, 65, 79, 80, 81, 95, 96, 97, 127, 128, 200, 333]) {
         for (i, esc) in ['"', '\\', '\u{1}', '\n'].into_iter().enumerate() {
             let piece: String = "a".repeat(run) + &esc.to_string();
             let s = piece.repeat(200 / (run + 1) + 2) + &"b".repeat(i * 5);

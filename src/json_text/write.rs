@@ -1,7 +1,7 @@
 //! Writes `serde_json::Value`s and [`Doc`]s as JSON text, byte for byte what
 //! `serde_json::to_vec` writes. It never reads JSON text.
 
-use super::scan::{ESCAPE, block_masks, first_escape};
+use super::scan::{ESCAPE, block_masks, first_escape, next_escape};
 use crate::json_doc::Doc;
 use serde_json::{Map, Value};
 
@@ -154,12 +154,28 @@ fn escape_blocks(bytes: &[u8], out: &mut Vec<u8>) -> usize {
     // `bytes[..done]` is written; the escape-free blocks after it are copied in one run when
     // a block with an escape (or the end) is met.
     let mut done = 0;
+    // Escape-free blocks in a row: past a few, the run (a long text inside the JSON) is
+    // found to its end by the long scan.
+    let mut clean = 0;
     while let Some(block) = bytes.get(at..).and_then(<[u8]>::first_chunk::<16>) {
         let (mut mask, controls) = block_masks(*block);
         if mask == 0 {
             at += 16;
+            clean += 1;
+            if clean == 4 {
+                clean = 0;
+                match next_escape(bytes, at) {
+                    // The next block starts at the escape.
+                    Some(next) => at = next,
+                    None => {
+                        at = bytes.len();
+                        break;
+                    }
+                }
+            }
             continue;
         }
+        clean = 0;
         if done < at {
             out.extend_from_slice(bytes.get(done..at).unwrap_or_default());
             done = at;
