@@ -148,10 +148,15 @@ async fn run(tool: &Tool, args: Value) -> Reply {
         return reply;
     }
     let presented = crate::auth::presented(tool, &args);
-    let call = match prepare(tool, args) {
+    let mut call = match prepare(tool, args) {
         Ok(c) => c,
         Err(reply) => return reply,
     };
+    // The request's own text, for a body lent from it (`translate::lent`); not for tools
+    // whose `ask:` answers were merged into the arguments.
+    if tool.ask.is_none() {
+        call.text = crate::translate::lent::current();
+    }
     let grant = match crate::auth::authorize(tool, &call, presented).await {
         Ok(g) => g,
         Err(reply) => return reply,
@@ -467,6 +472,7 @@ pub fn prepare(tool: &Tool, args: Value) -> Result<Call, Reply> {
         tool: tool.name.clone(),
         args,
         meta,
+        text: None,
     })
 }
 

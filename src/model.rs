@@ -38,6 +38,9 @@ pub struct Call {
     pub args: Value,
     /// The metadata the binding extracted.
     pub meta: Meta,
+    /// The JSON-RPC request the arguments were read from, as the client sent it, when a body
+    /// may be lent from it (`translate::lent`); `None` on every other edge.
+    pub text: Option<bytes::Bytes>,
 }
 
 /// A business outcome message (`messages[]` entry): not an error of the protocol.

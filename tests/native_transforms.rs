@@ -106,6 +106,7 @@ fn a_wide_integer_in_a_backend_body_gets_jaqs_answer() {
         tool: "shape".into(),
         args: json!({}),
         meta: Default::default(),
+        text: None,
     };
     let answer = |body: &'static str| {
         let resp = portico::translate::response::RestResponse {

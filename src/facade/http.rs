@@ -231,6 +231,7 @@ async fn answer(facade: &Facade, req: hyper::Request<Incoming>) -> Response<Full
         tool: route.tool.clone(),
         args: Value::Object(args),
         meta,
+        text: None,
     };
     let started = Instant::now();
     // The call's span (a child of the caller's `traceparent`, when tracing is exported): the

@@ -5,6 +5,7 @@ pub mod answer;
 pub mod content;
 pub mod doc_schema;
 pub mod fastjq;
+pub mod lent;
 pub mod minted;
 pub mod path;
 pub mod request;

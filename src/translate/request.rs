@@ -2,7 +2,7 @@
 //! Arguments never choose the host, never add path segments and never inject header lines.
 
 pub use super::rest::RestRequest;
-use super::transform::Vars3;
+use super::transform::{Transform, Vars3};
 use crate::config::Tool;
 use crate::model::{Call, Failure};
 use http::{HeaderMap, HeaderValue, Method};
@@ -50,6 +50,19 @@ fn scalar(v: &Value) -> Option<Cow<'_, str>> {
         Value::Bool(b) => Some(Cow::Borrowed(if *b { "true" } else { "false" })),
         _ => None,
     }
+}
+
+/// The text of a body that is a path into the arguments, lent from the request the call came
+/// in ([`super::lent`]), when the value is still among the arguments the call kept (the
+/// path's first key was not metadata the binding took out).
+fn lent_body(tool: &Tool, call: &Call, body: &Transform) -> Option<bytes::Bytes> {
+    let text = call.text.as_ref()?;
+    let path = body.input_path()?;
+    path.iter()
+        .try_fold(&call.args, |v, key| v.get(key.as_str()))?;
+    let lent = super::lent::body(text, &tool.name, path)?;
+    // A slice of the request's own buffer: nothing copied.
+    Some(text.slice_ref(lent))
 }
 
 /// Builds the request for `call` on `tool`'s backend.
@@ -169,22 +182,33 @@ pub fn build(tool: &Tool, call: &Call) -> Result<RestRequest, Failure> {
     // default body (the arguments less the path's variables) is written member by member: no
     // `serde_json` value is built only to be written.
     let body = if matches!(tool.method, Method::POST | Method::PUT | Method::PATCH) {
-        let mut out = Vec::with_capacity(256);
-        match (&tool.body, &call.args) {
-            (Some(t), args) => t.run_written(args, vars, &mut out).map_err(transform_err)?,
-            (None, Value::Object(obj)) => crate::json_text::write_object(
-                obj.iter()
-                    .filter(|(k, _)| !tool.path.variables().any(|var| var == k.as_str())),
-                |_, v, out| crate::json_text::write(v, out),
-                &mut out,
-            ),
-            (None, args) => crate::json_text::write(args, &mut out),
-        }
         headers.insert(
             http::header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        Some(out)
+        Some(match (&tool.body, &call.args) {
+            (Some(t), _) if let Some(text) = lent_body(tool, call, t) => text,
+            (Some(t), args) => {
+                let mut out = Vec::with_capacity(256);
+                t.run_written(args, vars, &mut out).map_err(transform_err)?;
+                out.into()
+            }
+            (None, Value::Object(obj)) => {
+                let mut out = Vec::with_capacity(256);
+                crate::json_text::write_object(
+                    obj.iter()
+                        .filter(|(k, _)| !tool.path.variables().any(|var| var == k.as_str())),
+                    |_, v, out| crate::json_text::write(v, out),
+                    &mut out,
+                );
+                out.into()
+            }
+            (None, args) => {
+                let mut out = Vec::with_capacity(256);
+                crate::json_text::write(args, &mut out);
+                out.into()
+            }
+        })
     } else {
         None
     };

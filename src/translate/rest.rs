@@ -10,7 +10,8 @@ pub struct RestRequest {
     pub method: Method,
     pub url: String,
     pub headers: HeaderMap,
-    pub body: Option<Vec<u8>>,
+    /// A lent body is a slice of the MCP request's own buffer (`translate::lent`).
+    pub body: Option<Bytes>,
 }
 
 /// The backend's answer as received.

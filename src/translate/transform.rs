@@ -287,6 +287,16 @@ impl Transform {
         Ok(())
     }
 
+    /// The member names when the program is a path into its input (`.a.b`) the native
+    /// evaluator reads in place; `None` under the crosscheck, so that jaq's answer is the one
+    /// compared.
+    pub fn input_path(&self) -> Option<&[String]> {
+        if *CROSSCHECK {
+            return None;
+        }
+        self.native.as_deref()?.input_path()
+    }
+
     /// The one output of a program that is a path of member names into its input (`.a.b`,
     /// [`super::fastjq::Program::input_path`]), read in place: no copy of the input and no
     /// run. `None` when the program is anything else, when a value on the way is neither an

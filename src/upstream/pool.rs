@@ -289,7 +289,7 @@ impl Pool {
         method: http::Method,
         url: &str,
         headers: HeaderMap,
-        body: Option<Vec<u8>>,
+        body: Option<Bytes>,
         max_body: usize,
     ) -> Result<Answer, PoolError> {
         // The request line names the path alone (origin form): the pool is the connection.
@@ -304,7 +304,7 @@ impl Pool {
         let replayable = method.is_safe()
             || headers.contains_key(names::IDEMPOTENCY_KEY)
             || headers.contains_key(names::X_IDEMPOTENCY_KEY);
-        let body = Bytes::from(body.unwrap_or_default());
+        let body = body.unwrap_or_default();
         let mut req = Request::new(Full::new(body.clone()));
         *req.method_mut() = method;
         *req.uri_mut() = Uri::from(path);

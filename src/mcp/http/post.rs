@@ -168,10 +168,13 @@ impl Server {
                     .await
             }
         };
+        // A tool call may lend its request body from this text (`translate::lent`).
+        let call = matches!(&msg, Message::Request { method, .. } if method == "tools/call");
         match read {
             Some((method, params)) => {
                 crate::auth::access::reading(&method, params, dispatch(msg)).await
             }
+            None if call => crate::translate::lent::scope(bytes, dispatch(msg)).await,
             None => dispatch(msg).await,
         }
     }
