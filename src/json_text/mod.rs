@@ -18,7 +18,7 @@ mod cursor;
 mod read;
 mod scan;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 mod write;
 
 pub use cursor::{Cursor, Next, repeats};

@@ -603,8 +603,9 @@ fn borrowed_edge_cases_fall_back_or_fail_as_from_slice_narrow_does() {
 }
 
 /// A JSON text with what `value()` does not write: repeated keys, keys and strings
-/// spelt with `\u` escapes, and whitespace between tokens.
-fn varied_text() -> impl Strategy<Value = String> {
+/// spelt with `\u` escapes, and whitespace between tokens (also the texts
+/// `translate::lent`'s tests lend from).
+pub(crate) fn varied_text() -> impl Strategy<Value = String> {
     let ws = "[ \t\n\r]{0,2}";
     let key = (r#"[ab"\\é😀]{0,2}"#, any::<bool>()).prop_map(|(k, esc)| spell(&k, esc));
     let leaf = prop_oneof![

@@ -206,4 +206,33 @@ mod tests {
             None
         );
     }
+
+    proptest::proptest! {
+        /// Any text as the value at the path (repeated keys, `\u` escapes, spacing, numbers
+        /// of every form): what is lent reads, with serde_json, as the value the arguments
+        /// hold and repeats no key, so a reader keeping a repeated key's first value reads
+        /// it too; and a request whose whole text stands for its value is always lent.
+        #[test]
+        fn what_is_lent_reads_back_as_the_arguments_value(doc in crate::json_text::tests::varied_text()) {
+            let text = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"put","arguments":{{"d": {doc} }}}}}}"#
+            );
+            let Ok(whole) = serde_json::from_str::<Value>(&text) else {
+                return Ok(());
+            };
+            let lent = body(text.as_bytes(), "put", &path(&["d"]));
+            if let Some(b) = lent {
+                let read: Value = serde_json::from_slice(b).expect("lent text is JSON");
+                proptest::prop_assert_eq!(&read, &whole["params"]["arguments"]["d"]);
+                let (_, shape) = crate::json_text::read_shaped(b).expect("lent text reads");
+                proptest::prop_assert!(shape.faithful && shape.narrow, "{}", doc);
+            }
+            if let Ok((_, shape)) = crate::json_text::read_shaped(text.as_bytes())
+                && shape.faithful
+                && shape.narrow
+            {
+                proptest::prop_assert!(lent.is_some(), "{}", doc);
+            }
+        }
+    }
 }
