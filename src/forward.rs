@@ -152,9 +152,8 @@ async fn run(tool: &Tool, args: Value) -> Reply {
         Ok(c) => c,
         Err(reply) => return reply,
     };
-    // The request's own text, for a body lent from it (`translate::lent`); not for tools
-    // whose `ask:` answers were merged into the arguments.
-    if tool.ask.is_none() {
+    // The request's own text, for a body lent from it (`translate::lent`).
+    if request::may_lend(tool) {
         call.text = crate::translate::lent::current();
     }
     let grant = match crate::auth::authorize(tool, &call, presented).await {

@@ -171,9 +171,9 @@ pub(super) fn next_escape(bytes: &[u8], at: usize) -> Option<usize> {
 const SHORT: usize = 64;
 
 /// [`first_escape`] of `bytes` from `at` on (a text of at least sixteen bytes, the bytes
-/// before `at` needing no escape): thirty-two bytes at a time with AVX2 where the CPU has it (asked once
-/// and cached by `std`; the build itself targets every x86-64), sixteen otherwise. Out of
-/// line: only long texts come here.
+/// before `at` needing no escape): thirty-two bytes at a time with AVX2 where the CPU has it
+/// (asked once and cached by `std`; the build itself targets every x86-64), sixteen
+/// otherwise. Out of line: only long texts come here.
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 #[inline(never)]
 fn first_escape_long(bytes: &[u8], at: usize) -> Option<usize> {
@@ -182,18 +182,6 @@ fn first_escape_long(bytes: &[u8], at: usize) -> Option<usize> {
         return unsafe { first_escape_avx2(bytes, at) };
     }
     first_escape_sse2(bytes, at)
-}
-
-/// The SSE2 loop of [`first_escape_long`], for CPUs without AVX2.
-#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-pub(super) fn first_escape_sse2(bytes: &[u8], mut at: usize) -> Option<usize> {
-    while let Some(block) = bytes.get(at..at + 16) {
-        if let Some(i) = <[u8; 16]>::try_from(block).ok().and_then(first_in_block) {
-            return Some(at + i);
-        }
-        at += 16;
-    }
-    first_escape_tail(bytes, at)
 }
 
 /// The AVX2 loop of [`first_escape_long`]: the same bytes [`block_masks`] marks, found by
@@ -226,15 +214,15 @@ pub(super) unsafe fn first_escape_avx2(bytes: &[u8], mut at: usize) -> Option<us
         }
         at += 32;
     }
-    first_escape_tail(bytes, at)
+    first_escape_sse2(bytes, at)
 }
 
-/// The last bytes of a long text (at least sixteen bytes long), from `at` on: whole blocks,
-/// then the text's last sixteen bytes read as a block, overlapping bytes already found to
-/// need no escape (any mark found is past them).
+/// [`first_escape_long`] without AVX2, and the AVX2 loop's last bytes: whole sixteen-byte
+/// blocks from `at` on, then the text's last sixteen bytes read as a block, overlapping bytes
+/// already found to need no escape (any mark found is past them). The text is at least
+/// sixteen bytes long.
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-#[inline]
-fn first_escape_tail(bytes: &[u8], mut at: usize) -> Option<usize> {
+pub(super) fn first_escape_sse2(bytes: &[u8], mut at: usize) -> Option<usize> {
     let n = bytes.len();
     while at + 16 < n {
         let block = <[u8; 16]>::try_from(bytes.get(at..at + 16)?).ok()?;

@@ -52,6 +52,15 @@ fn scalar(v: &Value) -> Option<Cow<'_, str>> {
     }
 }
 
+/// Whether `tool`'s body may be lent from the text of the request a call came in
+/// ([`super::lent`]): a `POST`, `PUT` or `PATCH` whose `body` is a path into the arguments,
+/// on a tool without `ask:` (its answers are merged into the arguments).
+pub fn may_lend(tool: &Tool) -> bool {
+    matches!(tool.method, Method::POST | Method::PUT | Method::PATCH)
+        && tool.ask.is_none()
+        && tool.body.as_ref().is_some_and(|b| b.input_path().is_some())
+}
+
 /// The text of a body that is a path into the arguments, lent from the request the call came
 /// in ([`super::lent`]), when the value is still among the arguments the call kept (the
 /// path's first key was not metadata the binding took out).
@@ -186,26 +195,22 @@ pub fn build(tool: &Tool, call: &Call) -> Result<RestRequest, Failure> {
             http::header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        Some(match (&tool.body, &call.args) {
-            (Some(t), _) if let Some(text) = lent_body(tool, call, t) => text,
-            (Some(t), args) => {
+        Some(match &tool.body {
+            Some(t) if let Some(text) = lent_body(tool, call, t) => text,
+            body => {
                 let mut out = Vec::with_capacity(256);
-                t.run_written(args, vars, &mut out).map_err(transform_err)?;
-                out.into()
-            }
-            (None, Value::Object(obj)) => {
-                let mut out = Vec::with_capacity(256);
-                crate::json_text::write_object(
-                    obj.iter()
-                        .filter(|(k, _)| !tool.path.variables().any(|var| var == k.as_str())),
-                    |_, v, out| crate::json_text::write(v, out),
-                    &mut out,
-                );
-                out.into()
-            }
-            (None, args) => {
-                let mut out = Vec::with_capacity(256);
-                crate::json_text::write(args, &mut out);
+                match (body, &call.args) {
+                    (Some(t), args) => {
+                        t.run_written(args, vars, &mut out).map_err(transform_err)?
+                    }
+                    (None, Value::Object(obj)) => crate::json_text::write_object(
+                        obj.iter()
+                            .filter(|(k, _)| !tool.path.variables().any(|var| var == k.as_str())),
+                        |_, v, out| crate::json_text::write(v, out),
+                        &mut out,
+                    ),
+                    (None, args) => crate::json_text::write(args, &mut out),
+                }
                 out.into()
             }
         })
