@@ -17,6 +17,8 @@
 mod cursor;
 mod read;
 mod scan;
+#[cfg(target_arch = "x86_64")]
+mod shuffle;
 #[cfg(test)]
 pub(crate) mod tests;
 mod write;

@@ -126,7 +126,26 @@ pub fn write_str_bytes(bytes: &[u8], out: &mut Vec<u8>) {
 /// written in pieces (text formatted as it is written) is its quotes around these.
 pub fn write_str_contents(bytes: &[u8], out: &mut Vec<u8>) {
     let done = escape_blocks(bytes, out);
-    let mut rest = bytes.get(done..).unwrap_or_default();
+    write_rest(bytes.get(done..).unwrap_or_default(), out);
+}
+
+/// [`write_str_contents`] with the blocks of quotes and backslashes shuffled or not, for the
+/// tests to compare both ways on any machine that has SSSE3.
+#[cfg(test)]
+pub(super) fn write_str_contents_either(bytes: &[u8], out: &mut Vec<u8>, shuffled: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if shuffled && bytes.len() >= 16 && std::arch::is_x86_feature_detected!("ssse3") {
+        // SAFETY: the CPU has SSSE3 (asked above).
+        let done = unsafe { escape_blocks_ssse3(bytes, out) };
+        return write_rest(bytes.get(done..).unwrap_or_default(), out);
+    }
+    let _ = shuffled;
+    let done = escape_blocks_with::<false>(bytes, out);
+    write_rest(bytes.get(done..).unwrap_or_default(), out);
+}
+
+/// The text [`escape_blocks`] left, escaped run by run.
+fn write_rest(mut rest: &[u8], out: &mut Vec<u8>) {
     // Each escape-free run is copied whole; most strings are one run.
     while let Some(at) = first_escape(rest) {
         out.extend_from_slice(&rest[..at]);
@@ -149,7 +168,36 @@ pub fn write_str_contents(bytes: &[u8], out: &mut Vec<u8>) {
 /// its formatter, and the SIMD JSON crates escape only inside their own serializers. Tested
 /// against `serde_json` (`json_text::tests`: escapes at every offset of every block, runs of
 /// every length, six-byte escapes only).
+///
+/// Where the CPU has SSSE3, a block whose escapes are all `"` or `\\` is written by two
+/// shuffles instead ([`super::shuffle`]), whatever the number of escapes.
 fn escape_blocks(bytes: &[u8], out: &mut Vec<u8>) -> usize {
+    if bytes.len() < 16 {
+        return 0;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("ssse3") {
+        // SAFETY: the CPU has SSSE3 (asked above), all `escape_blocks_ssse3` needs.
+        return unsafe { escape_blocks_ssse3(bytes, out) };
+    }
+    escape_blocks_with::<false>(bytes, out)
+}
+
+/// [`escape_blocks`] with the blocks of quotes and backslashes shuffled.
+///
+/// # Safety
+///
+/// The CPU has SSSE3.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "ssse3")]
+unsafe fn escape_blocks_ssse3(bytes: &[u8], out: &mut Vec<u8>) -> usize {
+    escape_blocks_with::<true>(bytes, out)
+}
+
+/// The block loop of [`escape_blocks`]; `SHUFFLED` only where the CPU has SSSE3 (see
+/// [`escape_blocks_ssse3`]). Always inlined, so that its callers' target features apply.
+#[inline(always)]
+fn escape_blocks_with<const SHUFFLED: bool>(bytes: &[u8], out: &mut Vec<u8>) -> usize {
     let mut at = 0;
     // `bytes[..done]` is written; the escape-free blocks after it are copied in one run when
     // a block with an escape (or the end) is met.
@@ -179,6 +227,23 @@ fn escape_blocks(bytes: &[u8], out: &mut Vec<u8>) -> usize {
         if done < at {
             out.extend_from_slice(bytes.get(done..at).unwrap_or_default());
             done = at;
+        }
+        #[cfg(target_arch = "x86_64")]
+        if SHUFFLED && controls == 0 {
+            if out.capacity() - out.len() < super::shuffle::ROOM {
+                break;
+            }
+            let dst = out.spare_capacity_mut().as_mut_ptr().cast::<u8>();
+            // SAFETY: `SHUFFLED` is true only within `escape_blocks_ssse3`, whose caller
+            // found SSSE3; the spare capacity holds `shuffle::ROOM` bytes (checked above),
+            // and the `w` bytes the call returns are written there.
+            unsafe {
+                let w = super::shuffle::escape_block(block, mask, dst);
+                out.set_len(out.len() + w);
+            }
+            at += 16;
+            done = at;
+            continue;
         }
         let room = if controls == 0 { ROOM } else { ROOM_CONTROLS };
         // Without that room left, the rest is the caller's, written as it needs: reserving
