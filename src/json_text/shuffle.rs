@@ -7,7 +7,7 @@
 //! block of a structured result) has a quote every few bytes, where the loop of one store per
 //! escape spends about sixteen instructions on each. Hand-written because no crate escapes
 //! into a caller's buffer this way; checked against `serde_json` for every mask of a block
-//! (`json_text::tests`).
+//! (the tests below).
 
 use std::arch::x86_64::{
     __m128i, _mm_load_si128, _mm_loadu_si128, _mm_set1_epi8, _mm_shuffle_epi8, _mm_storeu_si128,
@@ -81,5 +81,38 @@ pub(super) unsafe fn escape_block(block: &[u8; 16], mask: u32, dst: *mut u8) -> 
         let n = usize::from(LENGTHS[low]);
         _mm_storeu_si128(dst.add(n).cast::<__m128i>(), _mm_shuffle_epi8(second, c1));
         n + usize::from(LENGTHS[high])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::write::write_str_contents_either;
+
+    /// Every pattern of `"` and `\\` in a block (all 65,536 masks, each marked byte a quote or a
+    /// backslash as another mask says), in two blocks and a tail, written by the block shuffles
+    /// and by the loop of one store per escape, with room and without: both as serde_json
+    /// writes it.
+    #[test]
+    fn every_mask_of_quotes_and_backslashes_escapes_as_serde_json_does() {
+        for mask in 0u32..1 << 16 {
+            let quotes = mask.rotate_left(5) ^ 0x5a5a;
+            let block: String = (0..16u8)
+                .map(|i| match (mask >> i & 1, quotes >> i & 1) {
+                    (0, _) => char::from(b'a' + i),
+                    (_, 1) => '"',
+                    _ => '\\',
+                })
+                .collect();
+            let s = format!("{block}{}é", block.chars().rev().collect::<String>());
+            let want = serde_json::to_vec(&s).unwrap_or_default();
+            let inside = want.get(1..want.len() - 1).unwrap_or_default();
+            for shuffled in [true, false] {
+                for spare in [0, 40, 128] {
+                    let mut out = Vec::with_capacity(spare);
+                    write_str_contents_either(s.as_bytes(), &mut out, shuffled);
+                    assert_eq!(out, inside, "{s:?}, shuffled {shuffled}, room {spare}");
+                }
+            }
+        }
     }
 }
