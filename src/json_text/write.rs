@@ -125,22 +125,15 @@ pub fn write_str_bytes(bytes: &[u8], out: &mut Vec<u8>) {
 /// Appends UTF-8 text escaped as the inside of a JSON string, without its quotes: a string
 /// written in pieces (text formatted as it is written) is its quotes around these.
 pub fn write_str_contents(bytes: &[u8], out: &mut Vec<u8>) {
-    let done = escape_blocks(bytes, out);
+    let done = escape_blocks(bytes, out, true);
     write_rest(bytes.get(done..).unwrap_or_default(), out);
 }
 
-/// [`write_str_contents`] with the blocks of quotes and backslashes shuffled or not, for the
-/// tests to compare both ways on any machine that has SSSE3.
+/// [`write_str_contents`] with the blocks of quotes and backslashes shuffled (where the CPU
+/// has SSSE3) or not, for the tests to compare both ways.
 #[cfg(test)]
 pub(super) fn write_str_contents_either(bytes: &[u8], out: &mut Vec<u8>, shuffled: bool) {
-    #[cfg(target_arch = "x86_64")]
-    if shuffled && bytes.len() >= 16 && std::arch::is_x86_feature_detected!("ssse3") {
-        // SAFETY: the CPU has SSSE3 (asked above).
-        let done = unsafe { escape_blocks_ssse3(bytes, out) };
-        return write_rest(bytes.get(done..).unwrap_or_default(), out);
-    }
-    let _ = shuffled;
-    let done = escape_blocks_with::<false>(bytes, out);
+    let done = escape_blocks(bytes, out, shuffled);
     write_rest(bytes.get(done..).unwrap_or_default(), out);
 }
 
@@ -171,15 +164,19 @@ fn write_rest(mut rest: &[u8], out: &mut Vec<u8>) {
 ///
 /// Where the CPU has SSSE3, a block whose escapes are all `"` or `\\` is written by two
 /// shuffles instead ([`super::shuffle`]), whatever the number of escapes.
-fn escape_blocks(bytes: &[u8], out: &mut Vec<u8>) -> usize {
+/// `shuffle: false` keeps to the per-escape stores (for the tests).
+#[inline]
+fn escape_blocks(bytes: &[u8], out: &mut Vec<u8>, shuffle: bool) -> usize {
     if bytes.len() < 16 {
         return 0;
     }
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("ssse3") {
+    if shuffle && std::arch::is_x86_feature_detected!("ssse3") {
         // SAFETY: the CPU has SSSE3 (asked above), all `escape_blocks_ssse3` needs.
         return unsafe { escape_blocks_ssse3(bytes, out) };
     }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = shuffle;
     escape_blocks_with::<false>(bytes, out)
 }
 

@@ -222,9 +222,10 @@ mod tests {
             };
             let lent = body(text.as_bytes(), "put", &path(&["d"]));
             if let Some(b) = lent {
-                let read: Value = serde_json::from_slice(b).expect("lent text is JSON");
+                let fail = |what: &str| proptest::test_runner::TestCaseError::fail(format!("{what}: {doc}"));
+                let read: Value = serde_json::from_slice(b).map_err(|_| fail("lent text is not JSON"))?;
                 proptest::prop_assert_eq!(&read, &whole["params"]["arguments"]["d"]);
-                let (_, shape) = crate::json_text::read_shaped(b).expect("lent text reads");
+                let (_, shape) = crate::json_text::read_shaped(b).map_err(|_| fail("lent text does not read"))?;
                 proptest::prop_assert!(shape.faithful && shape.narrow, "{}", doc);
             }
             if let Ok((_, shape)) = crate::json_text::read_shaped(text.as_bytes())
